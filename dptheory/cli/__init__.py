@@ -1,0 +1,1 @@
+"""The ``dptheory`` command line."""
