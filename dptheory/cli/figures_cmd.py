@@ -1,14 +1,48 @@
-"""`dptheory figures` (placeholder until its issue lands: refuses with exit 2)."""
+"""``dptheory figures [--out DIR] [--quick]``: regenerate the README's figures (PNG, atomic writes)."""
 
 from __future__ import annotations
 
+import argparse
+
 
 def register(sub) -> None:
-    p = sub.add_parser("figures", help="(not yet available)")
+    p = sub.add_parser(
+        "figures",
+        help="regenerate the README figures into figures/",
+        description=(
+            "Regenerate: dicesgd_b1_bias.png (clipping bias vs C for DPSGD-GC and DiceSGD on dicesgd-b1), "
+            "clip21_methods.png (Clip-GD, Clip21-GD, Clip21-SGD2M on clip21-example1 and "
+            "stochastic-quadratic), epsilon_schedules.png (epsilon vs steps for constant, inv-k, inv-sqrt-k)."
+        ),
+    )
+    p.add_argument("--out", default="figures", metavar="DIR", help="output directory (default figures/)")
+    p.add_argument(
+        "--quick", action="store_true", help="fewer points and steps (smoke test, not for the README)"
+    )
     p.set_defaults(handler=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    import os
+    import sys
+
     from dptheory.cli.main import UsageError
 
-    raise UsageError("figures", "this subcommand is not implemented yet")
+    out = args.out
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError("--out", f"is not a directory: {out}")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out) and not os.path.isdir(parent):
+        raise UsageError("--out", f"parent directory does not exist: {parent}")
+    target = out if os.path.isdir(out) else parent
+    if not os.access(target, os.W_OK):
+        raise UsageError("--out", f"directory is not writable: {target}")
+    from dptheory import figures
+
+    def progress(msg: str) -> None:
+        sys.stderr.write(f"figures: {msg}\n")
+
+    results = figures.make_all(out, quick=args.quick, progress=progress)
+    for name in results:
+        print(os.path.join(out, name))
+    return 0

@@ -1,14 +1,236 @@
-"""`dptheory run` (placeholder until its issue lands: refuses with exit 2)."""
+"""``dptheory run``: run one private optimizer on one toy problem and compare with exact answers.
+
+torch/matplotlib are imported inside :func:`run`, so ``dptheory --help`` stays light.
+"""
 
 from __future__ import annotations
 
+import argparse
+
+ALGOS = ("dpsgd", "dicesgd", "clipsgd", "clip21sgd", "clip21sgd2m", "d2p2sgd", "d2psgd", "dp2sgd")
+PROBLEMS = ("dicesgd-b1", "clip21-example1", "stochastic-quadratic", "quadratic", "logreg-nonconvex")
+
+EPILOG = """\
+noise:
+  default --noise-multiplier 0: a NON-PRIVATE run (no noise is drawn), so that the effect of
+  clipping alone is visible; the output then says 'private: no'. Give --noise-multiplier Z
+  (z = noise std / sensitivity of the summed quantity, docs/architecture.md) or --eps/--delta,
+  which calibrates z through dptheory.api (mode --mode, certified by default).
+
+defaults per problem (steps, lr, sample rate):
+  dicesgd-b1            500, 0.1, 1 (full batch); --c1 also sets the instance's C
+  clip21-example1       300, 0.1, 1 (full gradients: Clip-GD / Clip21-GD)
+  stochastic-quadratic  500, 0.1, 1/(2d) (one local sample per client and round)
+  quadratic             500, 0.2, 0.25
+  logreg-nonconvex      500, 1.0, 0.1
+algorithm defaults: --c1 1, --c2 = --c1, --tau 1, clip21sgd2m --beta 0.5 --beta-hat 0.5
+  (clip21sgd is beta = beta_hat = 1), --gamma 0.01, --projection-dim d/2, --projection fresh,
+  --schedule inv-sqrt-k (sigma_k^2 = sigma^2/sqrt(k), D2P2 Table 3; d2p2sgd, d2psgd) or
+  constant; inv-k is sigma_k^2 = sigma^2/k (accounting/schedules.py).
+sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B = qN);
+  the clip family uses round(q m_i) local samples per client and round (q = 1: full gradient).
+"""
+
+
+def _num(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
+
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="(not yet available)")
+    p = sub.add_parser(
+        "run",
+        help="run an optimizer on a toy problem with known answers",
+        description=(
+            "Run ALGO on PROBLEM for K seeds; report final loss, ||grad f||, distance to the optimum, "
+            "distance to the clipped method's exact fixed point (where defined) and, for 1-D problems, x."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--algo", required=True, metavar="ALGO", help=f"one of {', '.join(ALGOS)}")
+    p.add_argument("--problem", required=True, metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
+    p.add_argument("--steps", type=_int, metavar="T", help="iterations / rounds (default: per problem)")
+    p.add_argument("--lr", type=_num, metavar="ETA", help="step size (default: per problem)")
+    p.add_argument(
+        "--sample-rate", type=_num, metavar="Q", help="sampling rate in (0, 1] (default: per problem)"
+    )
+    g = p.add_argument_group("clipping (dpsgd, dicesgd)")
+    g.add_argument("--c1", type=_num, help="clipping threshold C (C1 for dicesgd); sets C of dicesgd-b1")
+    g.add_argument("--c2", type=_num, help="dicesgd feedback clipping threshold C2 (default C1)")
+    g.add_argument(
+        "--clip-mode", default="flat", help="flat (min(1, C/||g||) g) or automatic (C g/(||g||+gamma))"
+    )
+    g = p.add_argument_group("clip family (clipsgd, clip21sgd, clip21sgd2m)")
+    g.add_argument("--tau", type=_num, help="clipping level tau (default 1)")
+    g.add_argument("--beta", type=_num, help="client momentum in (0, 1] (clip21sgd2m, default 0.5)")
+    g.add_argument("--beta-hat", type=_num, help="second momentum in (0, 1] (clip21sgd2m, default 0.5)")
+    g.add_argument("--clients", type=_int, help="number of clients (stochastic-quadratic, logreg-nonconvex)")
+    g = p.add_argument_group("D2P2 family (d2p2sgd, d2psgd, dp2sgd)")
+    g.add_argument("--gamma", type=_num, help="normalisation constant in g/(||g||+gamma) (default 0.01)")
+    g.add_argument("--projection-dim", type=_int, metavar="P", help="projection dimension p (default d/2)")
+    g.add_argument(
+        "--projection", choices=("fresh", "fixed"), help="redraw A every step (fresh) or once (fixed)"
+    )
+    g.add_argument("--schedule", help="noise schedule: constant, inv-k, inv-sqrt-k, exp")
+    g = p.add_argument_group("noise")
+    g.add_argument(
+        "--noise-multiplier", type=_num, metavar="Z", help="base noise multiplier (default 0: non-private)"
+    )
+    g.add_argument("--eps", type=_num, metavar="E", help="calibrate z for this epsilon (with --delta)")
+    g.add_argument(
+        "--delta",
+        type=_num,
+        metavar="D",
+        help="delta in (0, 1): with --eps calibrates z; with Z > 0 reports epsilon",
+    )
+    g.add_argument(
+        "--mode", default="certified", choices=("certified", "claimed"), help="accounting mode for --eps"
+    )
+    g = p.add_argument_group("problem")
+    g.add_argument("--dataset", help="logreg-nonconvex data: synthetic (default) or breast-cancer")
+    g.add_argument("--dim", type=_int, help="dimension d (quadratic, stochastic-quadratic)")
+    g.add_argument("--x0", type=_num, help="starting point of a 1-D problem")
+    g = p.add_argument_group("execution and output")
+    g.add_argument("--seeds", type=_int, default=1, metavar="K", help="number of seeds (default 1)")
+    g.add_argument("--seed", type=_int, default=0, help="first seed (default 0)")
+    g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+    g.add_argument("--plot", metavar="PATH", help="write a PNG of the trajectories")
     p.set_defaults(handler=run)
 
 
-def run(args) -> int:
-    from dptheory.cli.main import UsageError
+def run(args: argparse.Namespace) -> int:
+    import json
 
-    raise UsageError("run", "this subcommand is not implemented yet")
+    from accounting.errors import InvalidParameter
+    from dptheory import runner
+
+    if args.algo not in ALGOS:
+        raise InvalidParameter("--algo", f"must be one of {', '.join(ALGOS)} (got {args.algo!r})")
+    if args.problem not in PROBLEMS:
+        raise InvalidParameter("--problem", f"must be one of {', '.join(PROBLEMS)} (got {args.problem!r})")
+    if args.plot:
+        runner.check_plot_path(args.plot)
+    popts = {"clients": args.clients, "dataset": args.dataset, "d": args.dim, "x0": args.x0}
+    for opt, v in (("--clients", args.clients), ("--dim", args.dim)):
+        if v is not None and v < 1:
+            raise InvalidParameter(opt, f"must be an integer >= 1 (got {v})")
+    if args.x0 is not None:
+        runner._finite("--x0", args.x0)
+    result = runner.run(
+        args.algo,
+        args.problem,
+        problem_options=popts,
+        steps=args.steps,
+        lr=args.lr,
+        sample_rate=args.sample_rate,
+        seeds=args.seeds,
+        seed=args.seed,
+        device=args.device,
+        c1=args.c1,
+        c2=args.c2,
+        clip_mode=args.clip_mode,
+        tau=args.tau,
+        beta=args.beta,
+        beta_hat=args.beta_hat,
+        gamma=args.gamma,
+        projection_dim=args.projection_dim,
+        projection=args.projection,
+        schedule=args.schedule,
+        noise_multiplier=args.noise_multiplier,
+        eps=args.eps,
+        delta=args.delta,
+        mode=args.mode,
+    )
+    if args.plot:
+        runner.plot_result(result, args.plot)
+    if args.json:
+        print(json.dumps(_jsonable(result.to_json()), indent=2, allow_nan=False))
+    else:
+        print(render(result))
+    return 0
+
+
+def _jsonable(obj):
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.floating | float):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    return obj
+
+
+def render(result) -> str:
+    s = result.settings
+    summ = result.summary()
+    priv = result.privacy
+    lines = [
+        f"dptheory run: {s.algo} on {s.problem}  (steps {s.steps}, lr {s.lr:g}, "
+        f"sample rate {s.sample_rate:g}, "
+        f"{s.seeds} seed(s), device {s.device})",
+    ]
+    if priv.get("private"):
+        z = priv["noise_multiplier"]
+        extra = ""
+        if "calibrated_from" in priv:
+            c = priv["calibrated_from"]
+            extra = f", calibrated for eps={c['eps']:g}, delta={c['delta']:g} ({c['mode']})"
+        if "epsilon" in priv:
+            extra = f", epsilon {priv['epsilon']:.4g} at delta {priv['delta']:g} ({priv['mode']})"
+        lines.append(
+            f"private: yes (noise multiplier {z:.6g}, noise std {priv.get('noise_std', 0):.4g}{extra})"
+        )
+    else:
+        lines.append("private: no (noise multiplier 0: no noise drawn)")
+    pm = "+-"
+    labels = {
+        "final_loss": "final loss f(x_T)",
+        "grad_norm": "||grad f(x_T)||",
+        "dist_to_opt": "distance to optimum",
+        "dist_to_fixed_point": "distance to clipped fixed point",
+        "x": "final x",
+    }
+    for key, label in labels.items():
+        v = summ.get(key)
+        if v is None:
+            if key == "dist_to_fixed_point":
+                lines.append(f"  {label:32s} n/a (no fixed point defined for this setting)")
+            continue
+        lines.append(f"  {label:32s} {v['mean']:.6g} {pm} {v['std']:.2g}")
+    lines.append(f"  optimum: {result.optimum_kind}")
+    if result.optimum.size == 1:
+        lines.append(f"  x* = {float(result.optimum[0]):.6g}")
+    fp = result.fixed_point
+    if fp is not None:
+        j = fp.to_json()
+        where = j.get("point", j.get("interval"))
+        if isinstance(where, list) and len(where) == 1:
+            where = f"{where[0]:.6g}"
+        elif "interval" in j and len(fp.lo) == 1:
+            where = f"[{fp.lo[0]:.6g}, {fp.hi[0]:.6g}]"
+        else:
+            where = "(vector, see --json)"
+        lines.append(f"  clipped fixed point: {where}  [{fp.kind}]")
+    if s.seeds > 1:
+        lines.append(f"  (mean {pm} sample std over {s.seeds} seeds)")
+    return "\n".join(lines)
