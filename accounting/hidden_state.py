@@ -1,0 +1,319 @@
+"""Certified RDP accountant for DiceSGD's error-feedback hidden state (DiceSGD paper, Alg. 2).
+
+DiceSGD releases ``x_{t+1} = x_t - eta (v_t + w_t)`` with
+``v_t = (1/B) sum_{i in B_t} clip(g_i, C1) + clip(e_t, C2)`` and ``w_t ~ N(0, sigma1^2 I)``,
+while the error state ``e_{t+1} = e_t - clip(e_t, C2) + (1/B) sum_{i in B_t} (g_i - clip(g_i, C1))``
+stays hidden.  The full derivation is in ``docs/hidden-state.md``; its result, in units of the
+per-example sensitivity ``C1/B`` of the averaged update (so the noise is ``z = sigma1 B / C1``):
+
+* step ``t`` (0-based) is bounded, at every order ``alpha`` and in both add/remove directions, by
+  ``min_{lambda in (0,1)} eps_SG(q, z sqrt(1-lambda); alpha) + alpha u_t^2 / (2 z^2 lambda)``
+  (noise splitting; ``eps_SG`` is the Poisson-subsampled Gaussian RDP) and by the unamplified
+  ``alpha (1 + u_t)^2 / (2 z^2)``; for ``u_t = 0`` it is exactly ``eps_SG(q, z; alpha)``;
+* ``u_t = U_t B / C1`` with ``U_t = 0`` for ``t = 0`` and, for ``t >= 1``,
+  ``U_t = 2 C2`` without a gradient bound, ``U_t = min(2 C2, t max(0, G - C1) / B)`` with a
+  per-example gradient-norm bound ``G``;
+* steps compose additively (adaptive composition, after conditioning on every other example's
+  Poisson bits).
+
+The split is optimised per order on a fixed grid of ``lambda``; every grid point is a valid bound,
+so the grid only costs tightness.  A fixed grid in ``lambda`` keeps the result monotone in the
+noise (each term decreases in ``z`` at fixed ``lambda``), in ``C2`` (``U_t`` grows) and in ``T``
+(non-negative terms are added).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accounting import validate
+from accounting.errors import InvalidParameter, UnreachableTarget
+
+__all__ = [
+    "hidden_state_shift_bounds",
+    "dicesgd_certified_rdp",
+    "dicesgd_certified_epsilon",
+    "largest_c2",
+    "dicesgd_certified_epsilon_capped",
+    "SPLIT_GRID",
+]
+
+#: Fraction ``lambda = sigma_b^2 / sigma^2`` of the noise variance spent on the hidden-state shift:
+#: logistic grid, dense enough that the optimum is resolved to ~1% in the per-step RDP even when the
+#: shift dwarfs the per-example sensitivity (lambda -> 1) or is tiny (lambda -> 0).
+SPLIT_GRID: np.ndarray = 1.0 / (1.0 + np.exp(-np.arange(-16.0, 16.0 + 1e-9, 0.2)))
+SPLIT_GRID.setflags(write=False)
+
+
+def hidden_state_shift_bounds(
+    *, steps: int, c1: float, c2: float, batch_size: float, grad_bound: float | None = None
+) -> np.ndarray:
+    """Bound ``U_t`` (t = 0..T-1) on ``||clip(e'_t, C2) - clip(e_t, C2)||`` in averaged-update units.
+
+    ``e_0 = e'_0`` so ``U_0 = 0``.  ``x -> x - clip(x, C2)`` is non-expansive (it is ``I - P`` for the
+    projection ``P`` onto the C2-ball), so ``||e'_{t+1} - e_{t+1}|| <= ||e'_t - e_t|| + b_t ||g' -
+    clip(g', C1)|| / B`` with ``||g' - clip(g', C1)|| = max(0, ||g'|| - C1) <= max(0, G - C1)``; and
+    ``||clip(a) - clip(b)|| <= min(2 C2, ||a - b||)``.  Without ``G`` the increment is unbounded.
+    """
+    t = np.arange(int(steps), dtype=float)
+    if grad_bound is None:
+        u = np.full_like(t, 2.0 * c2)
+    else:
+        a = max(0.0, float(grad_bound) - float(c1)) / float(batch_size)
+        u = np.minimum(2.0 * c2, t * a)
+    u[0] = 0.0
+    return u
+
+
+def _sg_table(sample_rate: float, noise_multipliers: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """``eps_SG(q, z_k; alpha_j)`` for each noise multiplier z_k: shape (len(z), len(orders)).
+
+    Non-finite entries (orders the subsampled-Gaussian routine could not evaluate) become +inf, which
+    is conservative; the caller reports them as dropped.
+    """
+    from accounting.rdp import subsampled_gaussian_rdp_steps
+
+    z = np.asarray(noise_multipliers, dtype=float)
+    q = np.full_like(z, float(sample_rate))
+    table = np.asarray(subsampled_gaussian_rdp_steps(q, z, orders), dtype=float)
+    table = table.reshape(z.size, orders.size)
+    return np.where(np.isfinite(table), table, np.inf)
+
+
+def _per_step_rdp(
+    u: np.ndarray, noise_multiplier: float, orders: np.ndarray, sg_split: np.ndarray, sg_full: np.ndarray
+) -> np.ndarray:
+    """Per-step RDP bound for each normalised shift ``u`` (shape (G,)) -> (G, n_orders).
+
+    ``sg_split[k, j] = eps_SG(q, z sqrt(1 - lambda_k); alpha_j)``, ``sg_full[j] = eps_SG(q, z; alpha_j)``.
+    """
+    z2 = noise_multiplier**2
+    u = np.asarray(u, dtype=float)
+    out = np.empty((u.size, orders.size))
+    zero = u == 0.0
+    out[zero] = sg_full
+    if np.any(~zero):
+        uu = u[~zero]
+        lam = SPLIT_GRID
+        # (G, K, J): eps_SG at the split noise + the Gaussian RDP of the shift at the rest.
+        shift = orders[None, None, :] * (uu[:, None, None] ** 2) / (2.0 * z2 * lam[None, :, None])
+        split = np.min(sg_split[None, :, :] + shift, axis=1)
+        joint = orders[None, :] * (1.0 + uu[:, None]) ** 2 / (2.0 * z2)
+        out[~zero] = np.minimum(split, joint)
+    return out
+
+
+def _check_common(sample_rate, noise_multiplier, steps, c1, c2, batch_size, grad_bound):
+    q = validate.rate("--sample-rate", sample_rate)
+    z = validate.positive("--noise-multiplier", noise_multiplier)
+    t = validate.positive_int("--steps", steps)
+    c1v = validate.positive("--c1", c1)
+    c2v = validate.positive("--c2", c2)
+    b = validate.positive("--batch-size", batch_size)
+    g = None if grad_bound is None else validate.positive("--grad-bound", grad_bound)
+    return q, z, t, c1v, c2v, b, g
+
+
+def _certified_from_tables(
+    u_norm: np.ndarray, noise_multiplier: float, orders: np.ndarray, sg_split: np.ndarray, sg_full: np.ndarray
+) -> np.ndarray:
+    """Sum of per-step bounds, evaluating each distinct shift once (steps grouped by U_t)."""
+    values, counts = np.unique(u_norm, return_counts=True)
+    per = _per_step_rdp(values, noise_multiplier, orders, sg_split, sg_full)
+    return np.sum(per * counts[:, None], axis=0)
+
+
+def dicesgd_certified_rdp(
+    *,
+    sample_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    c1: float,
+    c2: float,
+    batch_size: float,
+    grad_bound: float | None = None,
+    orders,
+):
+    """Certified RDP curve of T steps of DiceSGD (Alg. 2) under add/remove adjacency.
+
+    ``noise_multiplier`` is ``z = sigma1 B / C1`` (sigma1: std of the noise on the averaged update
+    v_t; B: expected batch size q N).  ``grad_bound`` is an optional bound G on every per-example
+    gradient norm; with ``G <= C1`` the hidden state never differs and the result equals DP-SGD's
+    subsampled-Gaussian RDP exactly.  Every step of the bound is derived in docs/hidden-state.md.
+    """
+    from accounting.rdp import RdpCurve
+
+    q, z, t, c1v, c2v, b, g = _check_common(
+        sample_rate, noise_multiplier, steps, c1, c2, batch_size, grad_bound
+    )
+    orders = np.asarray(orders, dtype=float)
+    u_norm = hidden_state_shift_bounds(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g) * b / c1v
+    sg_full = _sg_table(q, np.array([z]), orders)[0]
+    if np.any(u_norm > 0):
+        sg_split = _sg_table(q, z * np.sqrt(1.0 - SPLIT_GRID), orders)
+    else:
+        sg_split = np.empty((0, orders.size))
+    rdp = _certified_from_tables(u_norm, z, orders, sg_split, sg_full)
+    dropped = tuple(
+        (float(a), "subsampled-Gaussian RDP not evaluable at this order; bound set to +inf")
+        for a, v in zip(orders, rdp, strict=True)
+        if not np.isfinite(v)
+    )
+    return RdpCurve(orders=orders, rdp=rdp, dropped=dropped)
+
+
+def dicesgd_certified_epsilon(*, delta: float, **kwargs) -> float:
+    """(epsilon at delta) of :func:`dicesgd_certified_rdp` via the default RDP -> DP conversion."""
+    from accounting.conversion import rdp_to_epsilon
+
+    return float(rdp_to_epsilon(dicesgd_certified_rdp(**kwargs), delta).epsilon)
+
+
+def largest_c2(
+    *,
+    noise_multiplier: float,
+    delta: float,
+    sample_rate: float,
+    steps: int,
+    c1: float,
+    batch_size: float,
+    grad_bound: float | None,
+    max_noise_ratio: float,
+    orders,
+) -> float:
+    """Largest C2 whose certified DiceSGD noise stays within ``max_noise_ratio`` x DP-SGD's.
+
+    Definition: let ``eps0`` be the epsilon (at ``delta``, same RDP conversion) that DP-SGD reaches
+    at ``noise_multiplier``; the certified noise for C2 is the smallest z' with certified DiceSGD
+    epsilon(z', C2) <= eps0.  Since the certified epsilon decreases in z' and increases in C2, the
+    condition ``z'(C2) <= R z`` is ``eps_cert(R z, C2) <= eps0`` and the largest such C2 is found by
+    bisection on log C2 (the returned value always satisfies it).  Returns ``math.inf`` when every
+    C2 qualifies (e.g. ``G <= C1``: the hidden state never differs).
+    """
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.rdp import RdpCurve
+
+    r = validate.positive("--max-noise-ratio", max_noise_ratio)
+    if r < 1.0:
+        raise InvalidParameter("--max-noise-ratio", f"must be >= 1 (got {max_noise_ratio!r})")
+    validate.open_unit("--delta", delta)
+    q, z, t, c1v, _, b, g = _check_common(
+        sample_rate, noise_multiplier, steps, c1, 1.0, batch_size, grad_bound
+    )
+    orders = np.asarray(orders, dtype=float)
+    sg_base = _sg_table(q, np.array([z]), orders)[0]
+    eps0 = float(rdp_to_epsilon(RdpCurve(orders=orders, rdp=t * sg_base, dropped=()), delta).epsilon)
+    zr = r * z
+    sg_full = _sg_table(q, np.array([zr]), orders)[0]
+    sg_split = _sg_table(q, zr * np.sqrt(1.0 - SPLIT_GRID), orders)
+
+    def ok(c2v: float) -> bool:
+        u = hidden_state_shift_bounds(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g) * b / c1v
+        rdp = _certified_from_tables(u, zr, orders, sg_split, sg_full)
+        return float(rdp_to_epsilon(RdpCurve(orders=orders, rdp=rdp, dropped=()), delta).epsilon) <= eps0
+
+    if g is not None:
+        # Beyond C2 = (T-1) a / 2 the bound min(2 C2, t a) no longer depends on C2.
+        a = max(0.0, g - c1v) / b
+        if a == 0.0 or ok(max(1.0, (t - 1) * a)):
+            return math.inf
+    if ok(c1v):
+        lo, hi = c1v, c1v * 4.0
+        while ok(hi):
+            lo, hi = hi, hi * 4.0
+            if hi > 1e12 * c1v:
+                return math.inf
+    else:
+        hi, lo = c1v, c1v / 4.0
+        while not ok(lo):
+            hi, lo = lo, lo / 4.0
+            if lo < 1e-12 * c1v:
+                raise UnreachableTarget(
+                    "--max-noise-ratio",
+                    f"no C2 >= {lo:.3g} keeps the certified noise within {r:g}x DP-SGD's "
+                    "(use a ratio > 1 or a --grad-bound)",
+                )
+    for _ in range(60):
+        if hi / lo < 1 + 1e-6:
+            break
+        mid = math.sqrt(lo * hi)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def dicesgd_certified_epsilon_capped(
+    *,
+    delta: float,
+    sample_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    c1: float,
+    c2: float,
+    batch_size: float,
+    grad_bound: float | None = None,
+    orders,
+    failure_share: float = 0.1,
+) -> dict:
+    """Certified (epsilon, delta) with the *inclusion cap* (docs/hidden-state.md, "Known looseness").
+
+    M~ = DiceSGD that ignores xi' after k inclusions equals DiceSGD except on an event of
+    probability ``beta = P[Bin(T, q) > k]`` under D' (and never under D); the per-step bound applies
+    to M~ with ``U_t = min(2 C2, min(t, k) (G - C1)/B)``, so DiceSGD is
+    ``(eps, delta_rdp + e^eps beta)``-DP.  ``delta_rdp = (1 - failure_share) delta`` and k is the
+    smallest cap with ``e^eps beta <= failure_share delta`` (checked for the returned eps).  Only
+    helps with a gradient bound G > C1; otherwise (and whenever it does not help) the plain
+    certified epsilon at ``delta`` is returned.  Returns ``{"epsilon", "cap", "beta", "delta_rdp"}``.
+    """
+    from scipy import stats
+
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.rdp import RdpCurve
+
+    validate.open_unit("--delta", delta)
+    share = validate.open_unit("failure_share", failure_share)
+    q, z, t, c1v, c2v, b, g = _check_common(
+        sample_rate, noise_multiplier, steps, c1, c2, batch_size, grad_bound
+    )
+    orders = np.asarray(orders, dtype=float)
+    plain = dicesgd_certified_rdp(
+        sample_rate=q, noise_multiplier=z, steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g, orders=orders
+    )
+    best = {
+        "epsilon": float(rdp_to_epsilon(plain, delta).epsilon),
+        "cap": None,
+        "beta": 0.0,
+        "delta_rdp": delta,
+    }
+    if g is None or g <= c1v:
+        return best
+    a = (g - c1v) / b
+    sg_full = _sg_table(q, np.array([z]), orders)[0]
+    sg_split = _sg_table(q, z * np.sqrt(1.0 - SPLIT_GRID), orders)
+    d_rdp = (1.0 - share) * delta
+    budget = share * delta
+    guess = best["epsilon"]
+    steps_idx = np.arange(t, dtype=float)
+    for _ in range(4):
+        if guess > 700:
+            break
+        # smallest k with beta(k) e^guess <= budget (sf is P[X > k]); 1% safety on beta
+        ks = np.arange(t + 1)
+        betas = 1.01 * stats.binom.sf(ks, t, q)
+        ok = np.nonzero(betas * math.exp(guess) <= budget)[0]
+        k = int(ok[0]) if ok.size else t
+        beta = float(betas[k]) if k < t else 0.0
+        u = np.minimum(2.0 * c2v, np.minimum(steps_idx, k) * a)
+        u[0] = 0.0
+        rdp = _certified_from_tables(u * b / c1v, z, orders, sg_split, sg_full)
+        eps_k = float(rdp_to_epsilon(RdpCurve(orders=orders, rdp=rdp, dropped=()), d_rdp).epsilon)
+        if eps_k < best["epsilon"] and (beta == 0.0 or math.exp(eps_k) * beta <= budget):
+            best = {"epsilon": eps_k, "cap": k, "beta": beta, "delta_rdp": d_rdp}
+        if eps_k >= guess - 1e-12:
+            break
+        guess = eps_k
+    return best
