@@ -1,6 +1,35 @@
 """dptheory: how much noise does a private optimizer need, and how private is it really?
 
 The stable Python API lives here; it stays light (no torch, sympy or matplotlib at import).
+``calibrate``, ``epsilon`` and ``PrivacyReport`` are loaded on first use (module
+``__getattr__``), so ``import dptheory`` costs nothing until they are needed.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+
+__all__ = ["__version__", "calibrate", "epsilon", "PrivacyReport"]
+
+_LAZY = {
+    "calibrate": ("dptheory.api", "calibrate"),
+    "epsilon": ("dptheory.api", "epsilon"),
+    "PrivacyReport": ("accounting.algorithms.base", "PrivacyReport"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dptheory' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

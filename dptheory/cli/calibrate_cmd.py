@@ -1,14 +1,89 @@
-"""`dptheory calibrate` (placeholder until its issue lands: refuses with exit 2)."""
+"""``dptheory calibrate --eps E --delta D --algo ALGO [options] [--json]``.
+
+Prints the smallest noise multiplier whose epsilon (in the chosen mode, certified by default)
+is <= E, or with ``--target steps`` the largest number of steps at a given noise multiplier.
+"""
 
 from __future__ import annotations
 
+import argparse
+
+from dptheory.cli.params import _number, add_privacy_options
+
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="(not yet available)")
+    p = sub.add_parser(
+        "calibrate",
+        help="smallest noise multiplier reaching (eps, delta) for an algorithm",
+        description=(
+            "Calibrate the noise multiplier (or, with --target steps, the number of steps) of ALGO so "
+            "that its epsilon at --delta is <= --eps. The result always satisfies the target; noise is "
+            "within a relative tolerance of 1e-6 of the exact root (Brent's method on log z)."
+        ),
+    )
+    p.add_argument("--eps", type=_number, required=True, metavar="E", help="target epsilon (> 0)")
+    p.add_argument("--delta", type=_number, required=True, metavar="D", help="target delta in (0, 1)")
+    p.add_argument(
+        "--target",
+        choices=("noise_multiplier", "steps"),
+        default="noise_multiplier",
+        help="what to calibrate (default noise_multiplier; steps needs --noise-multiplier)",
+    )
+    p.add_argument(
+        "--noise-multiplier", type=_number, metavar="Z", help="fixed base noise multiplier for --target steps"
+    )
+    add_privacy_options(p)
+    p.add_argument("--compare", action="store_true", help="print claimed, certified and audit side by side")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(handler=run)
 
 
-def run(args) -> int:
-    from dptheory.cli.main import UsageError
+def run(args: argparse.Namespace) -> int:
+    import json
 
-    raise UsageError("calibrate", "this subcommand is not implemented yet")
+    from dptheory import api
+    from dptheory.cli.params import (
+        compare_to_json,
+        emit_warnings,
+        options_from_args,
+        render_compare,
+        render_report,
+    )
+
+    options = options_from_args(args)
+    if args.compare:
+        if args.target != "noise_multiplier":
+            from dptheory.cli.main import UsageError
+
+            raise UsageError("--compare", "only works with --target noise_multiplier")
+        result = api.compare(
+            eps=args.eps,
+            delta=args.delta,
+            algo=args.algo,
+            mode=args.mode,
+            accountant=args.accountant,
+            **options,
+        )
+        emit_warnings(result["calibrated"].warnings)
+        if args.json:
+            print(json.dumps(compare_to_json(result), indent=2, allow_nan=False))
+        else:
+            print(render_report(result["calibrated"], command="calibrate"))
+            print(render_compare(result, command="calibrate"))
+        return 0
+    report = api.calibrate(
+        eps=args.eps,
+        delta=args.delta,
+        algo=args.algo,
+        mode=args.mode,
+        accountant=args.accountant,
+        target=args.target,
+        noise_multiplier=args.noise_multiplier,
+        **options,
+    )
+    emit_warnings(report.warnings)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, allow_nan=False))
+    else:
+        print(render_report(report, command="calibrate"))
+    return 0

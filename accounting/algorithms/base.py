@@ -1,0 +1,468 @@
+"""Parameters, reports and the common machinery of the per-algorithm privacy modules.
+
+Every algorithm (``dpsgd``, ``dicesgd``, the D2P2 family, ``clip21sgd2m``) reads the same
+:class:`PrivacyParams` (field names are the CLI option names with ``_``) and answers with a
+:class:`PrivacyReport`. Two *modes* exist:
+
+* ``claimed``: the paper's own privacy statement evaluated as literally as its text allows
+  (each module documents its reading of the rendered formula);
+* ``certified``: an upper bound on epsilon whose every step is justified in the module's
+  docstring and in ``docs/algorithms.md``.
+
+Why a resolution step (:meth:`Algorithm.resolve`): users give any subset of the options; the
+missing ones come from the paper's main experiment, and the report must say which ones were
+assumed (``defaults_assumed``) so that a number is never silently tied to a hidden choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+from accounting import validate
+from accounting.errors import InvalidParameter
+
+MODES = ("claimed", "certified")
+ACCOUNTANTS = ("rdp", "pld")
+CONVERSIONS = ("improved", "classic")
+PROJECTIONS = ("fresh", "fixed")
+
+#: Mode label used when DiceSGD falls back to its claimed number (no certified accountant).
+CLAIMED_NOT_CERTIFIED = "claimed (not certified)"
+
+
+@dataclass(frozen=True)
+class PrivacyParams:
+    """Every parameter any algorithm takes; ``None`` means "not given" (defaults fill it in).
+
+    Conventions (docs/architecture.md): ``noise_multiplier`` is the *base* noise std divided by
+    the L2 sensitivity of the summed quantity the noise is added to; schedules scale it per
+    step. ``batch_size`` is the expected batch size ``q N`` under Poisson sampling.
+    ``schedule_values`` are per-step factors multiplied by ``noise_multiplier`` (a file of
+    absolute multipliers is used with ``noise_multiplier=1``).
+    """
+
+    algo: str
+    noise_multiplier: float | None = None
+    delta: float | None = None
+    sample_rate: float | None = None
+    steps: int | None = None
+    dataset_size: int | None = None
+    batch_size: float | None = None
+    c1: float | None = None
+    c2: float | None = None
+    grad_bound: float | None = None
+    schedule: str | None = None
+    schedule_values: tuple[float, ...] | None = None
+    projection_dim: int | None = None
+    model_dim: int | None = None
+    projection: str | None = None
+    clients: int | None = None
+    tau: float | None = None
+    rounds: int | None = None
+    orders: tuple[float, ...] | None = None
+    # Extensions of the contract (all optional):
+    epochs: float | None = None
+    conversion: str = "improved"
+    projection_sigma_max: float | None = None
+    max_noise_ratio: float | None = None
+    schedule_rho: float | None = None
+
+    def with_(self, **changes: Any) -> PrivacyParams:
+        """A copy with some fields replaced (frozen dataclass helper)."""
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "schedule_values" and v is not None:
+                v = f"<{len(v)} per-step values>"
+            elif f.name == "orders" and v is not None:
+                v = f"<{len(v)} orders from {min(v):g} to {max(v):g}>"
+            out[f.name] = v
+        return out
+
+
+def _json_float(x: Any) -> Any:
+    if isinstance(x, float | np.floating):
+        x = float(x)
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+    return x
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """The answer of :meth:`Algorithm.epsilon` (and of calibration).
+
+    ``noise_std`` is the absolute std of the noise on the *averaged* update (where the
+    algorithm defines one; per-client message for Clip21-SGD2M); ``order`` is the optimal
+    Renyi order (``None`` for closed-form or PLD numbers). ``label`` is how the mode is shown
+    to humans, e.g. ``"claimed (not certified)"``.
+    """
+
+    algo: str
+    mode: str
+    accountant: str
+    epsilon: float
+    delta: float
+    noise_multiplier: float
+    noise_std: float | None
+    order: float | None
+    sample_rate: float | None
+    steps: int
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    label: str = ""
+    defaults_assumed: tuple[str, ...] = ()
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    calibration: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON-compatible object (inf/nan encoded as strings)."""
+        out = {
+            "algo": self.algo,
+            "mode": self.mode,
+            "label": self.label or self.mode,
+            "accountant": self.accountant,
+            "epsilon": _json_float(self.epsilon),
+            "delta": _json_float(self.delta),
+            "noise_multiplier": _json_float(self.noise_multiplier),
+            "noise_std": _json_float(self.noise_std),
+            "order": _json_float(self.order),
+            "sample_rate": _json_float(self.sample_rate),
+            "steps": self.steps,
+            "assumptions": list(self.assumptions),
+            "warnings": list(self.warnings),
+            "defaults_assumed": list(self.defaults_assumed),
+            "parameters": {k: _json_float(v) for k, v in self.parameters.items()},
+        }
+        if self.calibration is not None:
+            out["calibration"] = {k: _json_float(v) for k, v in self.calibration.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class Default:
+    """A default value and where it comes from (shown in reports and --help)."""
+
+    value: Any
+    source: str
+
+
+@dataclass(frozen=True)
+class EpsilonValue:
+    """Internal result of one accounting path before it becomes a report."""
+
+    epsilon: float
+    order: float | None = None
+    assumptions: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------------------------
+# Shared numerical helpers
+# --------------------------------------------------------------------------------------------
+
+
+def orders_of(params: PrivacyParams) -> np.ndarray:
+    """The order grid to use (``--orders`` or the package default)."""
+    if params.orders is not None:
+        return np.asarray(params.orders, dtype=float)
+    from accounting.orders import DEFAULT_ORDERS
+
+    return np.asarray(DEFAULT_ORDERS, dtype=float)
+
+
+def curve_epsilon(curve: Any, delta: float, conversion: str) -> EpsilonValue:
+    """RDP curve -> (epsilon, order) with the chosen conversion (its warnings passed on)."""
+    from accounting.conversion import rdp_to_epsilon
+
+    res = rdp_to_epsilon(curve, delta, method=conversion)
+    # The conversion already reports dropped orders and an optimum on the edge of the grid.
+    warns = list(getattr(res, "warnings", ()) or ())
+    order = float(res.order) if res.order is not None and math.isfinite(res.order) else None
+    return EpsilonValue(float(res.epsilon), order, (), tuple(warns))
+
+
+def pld_event_epsilon(event: Any, delta: float) -> EpsilonValue:
+    """Epsilon from dp-accounting's PLD accountant (pessimistic: an upper bound)."""
+    from accounting.interop import pld_epsilon
+
+    eps = float(pld_epsilon(event, delta))
+    return EpsilonValue(
+        eps,
+        None,
+        ("accountant: dp-accounting PLD (pessimistic discretisation, an upper bound)",),
+    )
+
+
+def check_delta(delta: Any) -> float:
+    return validate.open_unit("--delta", delta)
+
+
+def check_choice(option: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidParameter(option, f"must be one of {', '.join(allowed)} (got {value!r})")
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Algorithm base class
+# --------------------------------------------------------------------------------------------
+
+
+class Algorithm:
+    """One private optimizer's privacy: defaults, claimed and certified epsilon.
+
+    Subclasses implement :meth:`defaults`, :meth:`_resolve_specific`, :meth:`noise_std` and
+    ``_epsilon_<mode>(params, accountant) -> EpsilonValue``.
+    """
+
+    name: str = ""
+    title: str = ""
+    paper: str = ""
+    #: Modes this algorithm implements (may depend on optional modules, see :meth:`available_modes`).
+    modes: tuple[str, ...] = MODES
+    #: Whether the mechanism uses Poisson subsampling (q, B, N, epochs make sense).
+    subsampled: bool = True
+    #: Whether per-step noise schedules apply (then --schedule-file fixes the number of steps).
+    uses_schedule: bool = False
+    #: Options that this algorithm does not use (a warning is emitted when they are given).
+    unused_options: tuple[str, ...] = ()
+
+    # -- defaults and resolution -----------------------------------------------------------
+
+    def defaults(self) -> dict[str, Default]:
+        """Defaults from the paper's main experiment, keyed by PrivacyParams field."""
+        raise NotImplementedError
+
+    def available_modes(self) -> tuple[str, ...]:
+        return self.modes
+
+    def default_mode(self) -> str:
+        return "certified"
+
+    def resolve(self, params: PrivacyParams) -> tuple[PrivacyParams, tuple[str, ...], tuple[str, ...]]:
+        """Fill missing options from :meth:`defaults`; validate everything.
+
+        Returns ``(resolved, defaults_assumed, warnings)`` where ``defaults_assumed`` lists
+        human-readable "option = value (source)" strings. Idempotent.
+        """
+        if params.algo != self.name:
+            params = params.with_(algo=self.name)
+        d = self.defaults()
+        assumed: list[str] = []
+        warns: list[str] = []
+        p = params
+
+        if p.delta is not None:
+            p = p.with_(delta=check_delta(p.delta))
+        if p.noise_multiplier is not None:
+            p = p.with_(noise_multiplier=validate.positive("--noise-multiplier", p.noise_multiplier))
+        check_choice("--conversion", p.conversion, CONVERSIONS)
+        if p.orders is not None:
+            o = np.asarray(p.orders, dtype=float)
+            if o.ndim != 1 or o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1):
+                raise InvalidParameter("--orders", "orders must be finite numbers > 1")
+            p = p.with_(orders=tuple(np.unique(o).tolist()))
+
+        for name in self.unused_options:
+            if getattr(p, name) is not None:
+                warns.append(f"{option_name(name)} is not used by {self.name} and was ignored")
+
+        if self.subsampled:
+            p = self._resolve_sampling(p, d, assumed)
+        p = self._resolve_specific(p, d, assumed, warns)
+        return p, tuple(assumed), tuple(warns)
+
+    def _take(self, p: PrivacyParams, name: str, d: Mapping[str, Default], assumed: list[str]) -> Any:
+        v = getattr(p, name)
+        if v is None and name in d:
+            v = d[name].value
+            assumed.append(f"{option_name(name)} = {_fmt(v)} ({d[name].source})")
+        return v
+
+    def _resolve_sampling(
+        self, p: PrivacyParams, d: Mapping[str, Default], assumed: list[str]
+    ) -> PrivacyParams:
+        """Sample rate q, dataset size N, expected batch size B = qN and the number of steps T."""
+        q = p.sample_rate
+        n = p.dataset_size
+        b = p.batch_size
+        if n is not None:
+            n = validate.positive_int("--dataset-size", n)
+        if b is not None:
+            b = validate.positive("--batch-size", b)
+        if q is not None:
+            q = validate.rate("--sample-rate", q)
+            if n is not None and b is not None and not math.isclose(q, b / n, rel_tol=1e-9):
+                raise InvalidParameter(
+                    "--sample-rate",
+                    f"conflicts with --batch-size/--dataset-size ({_fmt(b)}/{n} = {b / n:.6g}); "
+                    "give one or the other",
+                )
+            if n is None and b is not None:
+                n = validate.positive_int("--dataset-size", round(b / q))
+            if n is None:
+                n = self._take(p, "dataset_size", d, assumed)
+            if b is None:
+                b = q * n
+        else:
+            if n is None:
+                n = self._take(p, "dataset_size", d, assumed)
+            if b is None:
+                b = self._take(p, "batch_size", d, assumed)
+            if b > n:
+                raise InvalidParameter("--batch-size", f"must be <= --dataset-size ({n}) (got {_fmt(b)})")
+            q = validate.rate("--sample-rate", b / n)
+
+        steps = p.steps
+        if steps is not None and p.epochs is not None:
+            raise InvalidParameter("--epochs", "give either --steps or --epochs, not both")
+        if self.uses_schedule and p.schedule_values is not None:
+            t_file = len(p.schedule_values)
+            if steps is not None and int(steps) != t_file:
+                raise InvalidParameter(
+                    "--steps", f"conflicts with --schedule-file, which has {t_file} per-step values"
+                )
+            if p.epochs is not None:
+                raise InvalidParameter("--epochs", "the number of steps is set by --schedule-file")
+            steps = t_file
+        if steps is not None:
+            steps = validate.positive_int("--steps", steps)
+        else:
+            epochs = p.epochs
+            if epochs is None:
+                epochs = self._take(p, "epochs", d, assumed)
+            epochs = validate.positive("--epochs", epochs)
+            steps = max(1, math.ceil(epochs / q - 1e-9))
+        return p.with_(sample_rate=q, dataset_size=n, batch_size=b, steps=steps, epochs=None)
+
+    def _resolve_specific(
+        self, p: PrivacyParams, d: Mapping[str, Default], assumed: list[str], warns: list[str]
+    ) -> PrivacyParams:
+        return p
+
+    # -- numbers ---------------------------------------------------------------------------
+
+    def noise_std(self, p: PrivacyParams) -> float | None:
+        """Absolute noise std on the averaged update at the base step (None if undefined)."""
+        return None
+
+    def parameters(self, p: PrivacyParams) -> dict[str, Any]:
+        """The resolved parameters worth showing in a report."""
+        keys = ["dataset_size", "batch_size", "sample_rate", "steps"] if self.subsampled else []
+        return {k: getattr(p, k) for k in keys + list(self.shown_parameters)}
+
+    shown_parameters: tuple[str, ...] = ()
+
+    def epsilon(
+        self,
+        params: PrivacyParams,
+        mode: str | None = None,
+        accountant: str = "rdp",
+    ) -> PrivacyReport:
+        """Epsilon at ``params.delta`` for ``params.noise_multiplier`` in the given mode.
+
+        ``mode=None`` means the algorithm's default mode (certified wherever it exists).
+        """
+        accountant = check_choice("--accountant", accountant, ACCOUNTANTS)
+        p, assumed, warns = self.resolve(params)
+        if p.noise_multiplier is None:
+            raise InvalidParameter("--noise-multiplier", "is required (a number > 0)")
+        if p.delta is None:
+            raise InvalidParameter("--delta", "is required (a number in (0, 1))")
+        mode, label, mode_warns = self.choose_mode(mode)
+        value = self._evaluate(p, mode, accountant)
+        return self._report(p, mode, label, accountant, value, assumed, warns + mode_warns)
+
+    def choose_mode(self, mode: str | None) -> tuple[str, str, tuple[str, ...]]:
+        """(mode, label, warnings) for a requested mode (None = default)."""
+        if mode is None:
+            mode = self.default_mode()
+            return mode, mode, ()
+        check_choice("--mode", mode, MODES)
+        return mode, mode, ()
+
+    def _evaluate(self, p: PrivacyParams, mode: str, accountant: str) -> EpsilonValue:
+        fn: Callable[[PrivacyParams, str], EpsilonValue] = getattr(self, f"_epsilon_{mode}")
+        return fn(p, accountant)
+
+    def epsilon_function(
+        self, params: PrivacyParams, mode: str | None, accountant: str
+    ) -> tuple[
+        PrivacyParams, str, str, tuple[str, ...], tuple[str, ...], Callable[[PrivacyParams], EpsilonValue]
+    ]:
+        """Resolve once, then return ``fn(params) -> EpsilonValue`` (the same numbers as
+        :meth:`epsilon`) for calibration loops."""
+        accountant = check_choice("--accountant", accountant, ACCOUNTANTS)
+        p, assumed, warns = self.resolve(params)
+        if p.delta is None:
+            raise InvalidParameter("--delta", "is required (a number in (0, 1))")
+        mode, label, mode_warns = self.choose_mode(mode)
+
+        def fn(q: PrivacyParams) -> EpsilonValue:
+            return self._evaluate(q, mode, accountant)
+
+        return p, mode, label, assumed, warns + mode_warns, fn
+
+    def _report(
+        self,
+        p: PrivacyParams,
+        mode: str,
+        label: str,
+        accountant: str,
+        value: EpsilonValue,
+        assumed: tuple[str, ...],
+        warns: tuple[str, ...],
+        calibration: Mapping[str, Any] | None = None,
+    ) -> PrivacyReport:
+        acc_shown = accountant if mode == "certified" or accountant == "pld" else self.claimed_accountant
+        return PrivacyReport(
+            algo=self.name,
+            mode=mode,
+            accountant=acc_shown,
+            epsilon=float(value.epsilon),
+            delta=float(p.delta),
+            noise_multiplier=float(p.noise_multiplier),
+            noise_std=self.noise_std(p),
+            order=value.order,
+            sample_rate=p.sample_rate if self.subsampled else None,
+            steps=int(self.steps_of(p)),
+            assumptions=tuple(self.assumptions(p, mode)) + value.assumptions,
+            warnings=tuple(dict.fromkeys(warns + value.warnings)),
+            label=label,
+            defaults_assumed=assumed,
+            parameters=self.parameters(p),
+            calibration=calibration,
+        )
+
+    #: How the accountant of a claimed number is shown (claimed numbers may be closed forms).
+    claimed_accountant: str = "rdp"
+
+    def steps_of(self, p: PrivacyParams) -> int:
+        return int(p.steps)
+
+    def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
+        return ["adjacency: add/remove one example"]
+
+
+def option_name(field_name: str) -> str:
+    """CLI spelling of a PrivacyParams field (``schedule_values`` comes from ``--schedule-file``)."""
+    if field_name == "schedule_values":
+        return "--schedule-file"
+    return "--" + field_name.replace("_", "-")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)

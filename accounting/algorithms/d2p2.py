@@ -1,0 +1,329 @@
+"""D2P2-SGD, D2P-SGD and DP2-SGD (Jiang et al., "Balancing Utility and Privacy: Dynamically
+Private SGD with Random Projection", Algs. 1-3, Theorem 1, Table 3, Sec. 3, App. A.3).
+
+Mechanism (Alg. 1): per-example gradients are *normalised*, ``g^s = grad / (||grad|| + gamma)``
+(norm < 1 for gamma > 0: per-example sensitivity <= 1, no clipping threshold), averaged over
+the batch, ``g_k = (1/B) sum_s g^s``, projected and perturbed in R^p:
+``y_k = (1/sqrt(p)) A_k^T g_k + eps_k`` with ``eps_k ~ N(0, sigma_{eps,k}^2 I_p)``, and the update is
+``x_{k+1} = x_k - alpha A_k y_k`` (post-processing of ``(A_k, y_k)``).
+
+Noise convention (docs/architecture.md): the summed normalised gradient has sensitivity 1
+under add/remove, the noise on the *sum* is ``B sigma_{eps,k}``, so
+``z_k = B sigma_{eps,k}`` and ``noise_std = sigma_eps = z / B`` at the base step. The paper's
+own proof (Lemma 5, "sensitivity Delta = 1 for the mini-batch sum") uses sigma_eps itself as
+the multiplier of the sum, i.e. it identifies sigma_eps with our z: Alg. 1 run with the paper's
+sigma_eps adds B times more noise than its proof assumes. Calibrated z must be used in Alg. 1 as
+``sigma_eps = z / B``.
+
+Schedules (``--schedule``): per step ``z_k = z * f(k)``. Table 3 (and the released code):
+D2P2-SGD and D2P-SGD use ``sigma_{eps,k}^2 = sigma_eps^2 / sqrt(k)`` (``inv-sqrt-k``); DP2-SGD uses a
+constant one. The text and Theorem 1 use ``sigma_eps^2 / k`` (``inv-k``); available by name.
+Steps are counted per *iteration* (the paper's K is the number of iterations of Alg. 1). If
+the authors decayed per epoch instead, per-iteration decay gives less noise at every step,
+so our epsilon is an upper bound for that variant too.
+
+Variants (Table 3, App. A.2): d2p2sgd = projection + decaying noise; d2psgd = no projection
+(A = I) + decaying noise; dp2sgd = projection + constant noise.
+
+claimed
+    Theorem 1 (``sigma_eps^2 >= C2 B^2 K^2 ln(1/delta) / (n^2 eps^2)``) has an unspecified constant
+    C2 (App. A.3 ends "for some explicit constants C1 and C2" without giving them), so it gives
+    no number. We evaluate the paper's *argument*: Abadi et al.'s accounting of the noise
+    schedule with the projection treated as post-processing (Sec. 3.2 / App. A.3), i.e. the
+    subsampled-Gaussian RDP of multipliers ``z_k`` with sensitivity 1, computed exactly (the same
+    accountant and conversion as certified, so the two differ only by the projection). The
+    paper's own closed-form route (Lemma 5: ``7 q^2 eta / sigma^2`` for ``eta <= sigma^2 ln(1/q)/2``,
+    q < 1/10, then Lemma 4 = Mironov's classic conversion) is reported alongside
+    (:func:`lemma45_epsilon`).
+
+certified
+    The projection is *not* post-processing: the noise is added after projecting, so one
+    example moves the summed projected gradient by ``(1/sqrt(p)) A_k^T u`` whose norm can exceed 1.
+    ``accounting.projection`` bounds this factor s (fresh Gaussian A_k per step: chi-square
+    bound; fixed public A: sigma_max(A)/sqrt(p), exact or a Gaussian high-probability bound) and
+    the step is accounted as a subsampled Gaussian with multiplier ``z_k / s``; the failure
+    probability beta of a high-probability bound enters delta as ``e^eps beta`` (proof in
+    ``accounting/projection.py`` and docs/algorithms.md). Default: ``--projection fresh``, as in
+    Alg. 1 ("A_k is regenerated per iteration"). D2P-SGD has no projection: certified = claimed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accounting import validate
+from accounting.algorithms.base import (
+    PROJECTIONS,
+    Algorithm,
+    Default,
+    EpsilonValue,
+    PrivacyParams,
+    check_choice,
+    curve_epsilon,
+    option_name,
+    orders_of,
+    pld_event_epsilon,
+)
+from accounting.errors import InvalidParameter
+
+_EXP = "D2P2 paper Sec. 4 / App. A.9 (FashionMNIST, 4-layer CNN)"
+#: Parameters of the Table 5 CNN on 28x28x1 inputs: convs 1->16->32->32->64 (3x3, with bias),
+#: FC 64->64 and 64->10 (our count; the paper gives the layers, not d).
+FASHIONMNIST_CNN_PARAMS = (1 * 16 * 9 + 16) + (16 * 32 * 9 + 32) + (32 * 32 * 9 + 32) + (32 * 64 * 9 + 64)
+FASHIONMNIST_CNN_PARAMS += (64 * 64 + 64) + (64 * 10 + 10)
+#: Table 6: "Percentage of dimensionality reduction 0.7" (p = 0.7 d; Sec. 4: "30% reduction rate").
+PROJECTION_RATIO = 0.7
+
+
+def lemma45_epsilon(sample_rate: float, multipliers: np.ndarray, delta: float) -> tuple[float, float | None]:
+    """The paper's closed-form route (App. A.3): Lemma 5 per step + Lemma 3 composition + Lemma 4.
+
+    ``e(eta) <= 7 q^2 eta sum_k 1/z_k^2`` valid for ``eta <= min_k z_k^2 ln(1/q) / 2`` (and q < 1/10);
+    ``eps = min_eta e(eta) + ln(1/delta)/(eta - 1)``. Returns ``(inf, None)`` when no order > 1 is
+    in the lemma's range.
+    """
+    z = np.asarray(multipliers, dtype=float)
+    q = float(sample_rate)
+    if q >= 1:
+        return math.inf, None
+    a = 7.0 * q * q * float(np.sum(1.0 / z**2))
+    eta_max = float(np.min(z) ** 2 * math.log(1.0 / q) / 2.0)
+    if eta_max <= 1:
+        return math.inf, None
+    log_inv_delta = math.log(1.0 / delta)
+    eta = 1.0 + math.sqrt(log_inv_delta / a)
+    eta = min(eta, eta_max)
+    return a * eta + log_inv_delta / (eta - 1.0), eta
+
+
+class _D2P2Family(Algorithm):
+    """Shared code of the three variants; subclasses set ``projected`` and the default schedule."""
+
+    projected: bool = True
+    uses_schedule = True
+    default_schedule: str = "inv-sqrt-k"
+    schedule_source: str = ""
+    unused_options = ("c1", "c2", "grad_bound", "clients", "tau", "rounds")
+    shown_parameters = ("schedule", "projection", "projection_dim", "model_dim")
+
+    def defaults(self) -> dict[str, Default]:
+        d = {
+            "dataset_size": Default(60_000, _EXP + ": FashionMNIST training set, N = 60000 (App. A.9.2)"),
+            "batch_size": Default(1024, _EXP + ": B = 1024 (App. A.9.2; Table 6 lists 256, 512, 1024)"),
+            "epochs": Default(40, _EXP + ": 40 epochs (Table 6)"),
+            "schedule": Default(self.default_schedule, self.schedule_source),
+        }
+        if self.projected:
+            d["model_dim"] = Default(
+                FASHIONMNIST_CNN_PARAMS, "parameter count of the Table 5 CNN on FashionMNIST (our count)"
+            )
+            d["projection"] = Default("fresh", "Alg. 1 / Sec. 3.1: A_k regenerated every iteration")
+        return d
+
+    def _resolve_specific(self, p, d, assumed, warns):
+        sched = p.schedule
+        if p.schedule_values is not None:
+            if sched is not None:
+                raise InvalidParameter(
+                    "--schedule-file", "give either --schedule or --schedule-file, not both"
+                )
+            vals = np.asarray(p.schedule_values, dtype=float)
+            if vals.size == 0:
+                raise InvalidParameter("--schedule-file", "contains no values")
+            if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+                raise InvalidParameter("--schedule-file", "every per-step value must be a finite number > 0")
+            sched = "file"
+        else:
+            sched = self._take(p, "schedule", d, assumed)
+            from accounting.schedules import SCHEDULES
+
+            check_choice("--schedule", sched, tuple(SCHEDULES))
+        if p.schedule_rho is not None:
+            validate.positive("--schedule-rho", p.schedule_rho)
+        p = p.with_(schedule=sched)
+        if not self.projected:
+            for name in ("projection_dim", "model_dim", "projection", "projection_sigma_max"):
+                if getattr(p, name) is not None:
+                    warns.append(f"{option_name(name)} is not used by {self.name} (no projection)")
+            return p
+        d_model = validate.positive_int("--model-dim", self._take(p, "model_dim", d, assumed))
+        p_dim = p.projection_dim
+        if p_dim is None:
+            p_dim = max(1, round(PROJECTION_RATIO * d_model))
+            assumed.append(
+                f"--projection-dim = {p_dim} (0.7 x --model-dim: Table 6 'percentage of dimensionality "
+                "reduction 0.7')"
+            )
+        p_dim = validate.positive_int("--projection-dim", p_dim)
+        if p_dim > d_model:
+            warns.append(
+                f"--projection-dim {p_dim} exceeds --model-dim {d_model} (projection to a larger space)"
+            )
+        proj = check_choice("--projection", self._take(p, "projection", d, assumed), PROJECTIONS)
+        if p.projection_sigma_max is not None:
+            validate.positive("--projection-sigma-max", p.projection_sigma_max)
+            if proj != "fixed":
+                raise InvalidParameter("--projection-sigma-max", "only applies to --projection fixed")
+        return p.with_(model_dim=d_model, projection_dim=p_dim, projection=proj)
+
+    def multipliers(self, p: PrivacyParams) -> np.ndarray:
+        """Per-step noise multipliers z_k (base z times the schedule), shape (T,)."""
+        z = float(p.noise_multiplier)
+        if p.schedule == "file":
+            return z * np.asarray(p.schedule_values, dtype=float)
+        from accounting.schedules import noise_multipliers
+
+        kw = {} if p.schedule_rho is None else {"rho": p.schedule_rho}
+        return np.asarray(noise_multipliers(p.schedule, z, int(p.steps), **kw), dtype=float)
+
+    def noise_std(self, p: PrivacyParams) -> float | None:
+        return float(p.noise_multiplier) / float(p.batch_size)
+
+    def _accountant_fn(self, p: PrivacyParams, accountant: str, z: np.ndarray):
+        """``eps_of(factor, delta) -> EpsilonValue`` for multipliers ``z / factor``."""
+
+        def eps_of(factor: float, delta: float) -> EpsilonValue:
+            zz = z / factor
+            if accountant == "pld":
+                from accounting.events import ScheduleEvent
+
+                return pld_event_epsilon(ScheduleEvent(p.sample_rate, tuple(zz.tolist())), delta)
+            from accounting.rdp import subsampled_gaussian_rdp
+
+            curve = subsampled_gaussian_rdp(p.sample_rate, zz, orders_of(p))
+            return curve_epsilon(curve, delta, p.conversion)
+
+        return eps_of
+
+    def _epsilon_claimed(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
+        z = self.multipliers(p)
+        v = self._accountant_fn(p, accountant, z)(1.0, p.delta)
+        notes = [
+            "claimed: Theorem 1's constant C2 is unspecified; we evaluate the paper's argument "
+            "(Abadi et al. accounting of the schedule, projection treated as post-processing) exactly",
+        ]
+        lemma_eps, lemma_eta = lemma45_epsilon(p.sample_rate, z, p.delta)
+        if math.isfinite(lemma_eps):
+            notes.append(
+                f"the paper's Lemma 4/5 closed form would give eps = {lemma_eps:.6g} (order {lemma_eta:.4g})"
+            )
+        else:
+            notes.append("the paper's Lemma 4/5 closed form is not applicable here (no order in its range)")
+        warns = list(v.warnings)
+        if p.sample_rate >= 0.1:
+            warns.append(f"Lemma 5 (used by Theorem 1) requires B/n < 1/10 (q = {p.sample_rate:.4g})")
+        if self.projected:
+            warns.append(
+                "claimed treats the projection as post-processing, but the noise is added after "
+                "projecting; see --mode certified"
+            )
+        return EpsilonValue(v.epsilon, v.order, tuple(notes), tuple(warns))
+
+    def _epsilon_certified(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
+        z = self.multipliers(p)
+        eps_of = self._accountant_fn(p, accountant, z)
+        if not self.projected:
+            v = eps_of(1.0, p.delta)
+            return EpsilonValue(
+                v.epsilon, v.order, ("certified: no projection (A = I), sensitivity 1",), v.warnings
+            )
+        if p.projection == "fixed" and p.projection_sigma_max is not None:
+            from accounting.projection import fixed_matrix_factor
+
+            factor = fixed_matrix_factor(sigma_max=p.projection_sigma_max, p=p.projection_dim)
+            v = eps_of(factor, p.delta)
+            note = (
+                f"certified: fixed public A with sigma_max(A) = {p.projection_sigma_max:g}: sensitivity "
+                f"factor sigma_max/sqrt(p) = {factor:.6g}",
+            )
+            return EpsilonValue(v.epsilon, v.order, note, v.warnings)
+        from accounting.projection import epsilon_with_failure
+
+        last: dict[str, EpsilonValue] = {}
+
+        def eps_pair(factor: float, delta_rdp: float) -> tuple[float, float | None]:
+            v = eps_of(factor, delta_rdp)
+            last["v"] = v
+            return v.epsilon, v.order
+
+        r = epsilon_with_failure(
+            eps_pair,
+            delta=p.delta,
+            projection=p.projection,
+            d=p.model_dim,
+            p=p.projection_dim,
+            steps=int(p.steps),
+        )
+        if not r.valid:
+            return EpsilonValue(
+                math.inf,
+                None,
+                (),
+                (
+                    "no finite certified epsilon: the high-probability projection bound's failure term "
+                    "e^eps x beta cannot be kept within delta at this noise (tiny projection dimension or "
+                    "small noise); increase the noise or give --projection-sigma-max for a known fixed A",
+                ),
+            )
+        if p.projection == "fresh":
+            how = (
+                f"fresh Gaussian A_k per step: chi-square (Laurent-Massart) factor {r.factor:.6g}, "
+                f"failure {r.beta:.3g} over T steps"
+            )
+        else:
+            how = (
+                f"fixed Gaussian A (unknown draw): sigma_max <= sqrt(d)+sqrt(p)+t, factor {r.factor:.6g}, "
+                f"failure {r.beta:.3g}"
+            )
+        notes = (
+            f"certified: {how}; delta split {r.delta_rdp:.3g} (RDP) + e^eps x failure "
+            f"{r.delta_failure:.3g} <= {p.delta - r.delta_rdp:.3g}",
+        )
+        warns = last["v"].warnings if "v" in last else ()
+        return EpsilonValue(r.epsilon, r.order, notes, warns)
+
+    def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
+        out = [
+            "adjacency: add/remove one example",
+            "Poisson sampling with rate q = B/N each step (the paper splits into mini-batches; not covered)",
+            "per-example normalisation g/(||g|| + gamma): per-example sensitivity <= 1",
+            f"noise on the averaged (projected) gradient has std z_k / B; "
+            f"schedule {p.schedule} per iteration",
+        ]
+        if self.projected:
+            out.append(
+                f"projection {p.projection}: A is d x p = {p.model_dim} x {p.projection_dim}, "
+                "entries N(0, 1) scaled by 1/sqrt(p) (Alg. 1, Lemma 2)"
+            )
+        return out
+
+
+class D2P2SGD(_D2P2Family):
+    name = "d2p2sgd"
+    title = "D2P2-SGD (decaying noise + random projection)"
+    paper = "Jiang et al., Alg. 1"
+    projected = True
+    default_schedule = "inv-sqrt-k"
+    schedule_source = "Table 3 and the authors' code: sigma_k^2 = sigma^2/sqrt(k) (Thm 1's text uses inv-k)"
+
+
+class D2PSGD(_D2P2Family):
+    name = "d2psgd"
+    title = "D2P-SGD (decaying noise, no projection)"
+    paper = "Jiang et al., Alg. 2"
+    projected = False
+    default_schedule = "inv-sqrt-k"
+    schedule_source = "Table 3: sigma_k^2 = sigma^2/sqrt(k)"
+    unused_options = _D2P2Family.unused_options
+    shown_parameters = ("schedule",)
+
+
+class DP2SGD(_D2P2Family):
+    name = "dp2sgd"
+    title = "DP2-SGD (constant noise + random projection)"
+    paper = "Jiang et al., Alg. 3"
+    projected = True
+    default_schedule = "constant"
+    schedule_source = "Table 3 / Alg. 3: constant sigma^2"

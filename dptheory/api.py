@@ -1,0 +1,396 @@
+"""Python API: ``dptheory.epsilon(...)`` and ``dptheory.calibrate(...)``.
+
+Keyword names are the CLI option names with ``_`` (``sample_rate``, ``batch_size``,
+``dataset_size``, ``steps``, ``epochs``, ``c1``, ``c2`` (a number or ``"auto"``), ``grad_bound``,
+``max_noise_ratio``, ``schedule``, ``schedule_file``, ``schedule_values``, ``schedule_rho``,
+``projection_dim``, ``model_dim``, ``projection``, ``projection_sigma_max``, ``clients``, ``tau``,
+``rounds``, ``orders`` (a ``--orders`` string or a sequence), ``conversion``/``method``
+(``"improved"`` or ``"classic"``)). The CLI calls exactly these functions, so both give the
+same numbers.
+
+Calibration (``target="noise_multiplier"``) returns the smallest noise multiplier whose epsilon
+in the chosen mode is <= ``eps``: Brent's method on log z (``accounting.calibration``); the
+returned z always satisfies the target and is within a relative tolerance of 1e-6 of the
+exact root. ``target="steps"`` returns the largest number of steps for a fixed z.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from accounting import validate
+from accounting.algorithms.base import PrivacyParams, PrivacyReport
+from accounting.errors import InvalidParameter, UnreachableTarget
+
+__all__ = ["calibrate", "epsilon", "compare", "build_params", "CALIBRATION_RTOL"]
+
+#: Relative tolerance of noise calibration (documented contract: <= 1e-6).
+CALIBRATION_RTOL = 1e-6
+TARGETS = ("noise_multiplier", "steps")
+
+_OPTION_FIELDS = (
+    "sample_rate",
+    "batch_size",
+    "dataset_size",
+    "steps",
+    "epochs",
+    "c1",
+    "c2",
+    "grad_bound",
+    "max_noise_ratio",
+    "schedule",
+    "schedule_values",
+    "schedule_rho",
+    "projection_dim",
+    "model_dim",
+    "projection",
+    "projection_sigma_max",
+    "clients",
+    "tau",
+    "rounds",
+)
+
+
+def build_params(
+    *,
+    algo: str,
+    delta: float | None = None,
+    noise_multiplier: float | None = None,
+    schedule_file: str | None = None,
+    orders: str | Sequence[float] | None = None,
+    conversion: str | None = None,
+    method: str | None = None,
+    **options: Any,
+) -> PrivacyParams:
+    """Options (API/CLI spelling) -> unresolved :class:`PrivacyParams` (files read, orders parsed)."""
+    from accounting.algorithms.registry import get_algorithm
+
+    get_algorithm(algo)
+    unknown = sorted(set(options) - set(_OPTION_FIELDS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(_OPTION_FIELDS)}")
+    if conversion is not None and method is not None and conversion != method:
+        raise InvalidParameter("--conversion", f"conversion={conversion!r} and method={method!r} disagree")
+    conv = conversion or method or "improved"
+    if conv not in ("improved", "classic"):
+        raise InvalidParameter("--conversion", f"must be improved or classic (got {conv!r})")
+    fields: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
+    if delta is not None:
+        fields["delta"] = validate.open_unit("--delta", delta)
+    if noise_multiplier is not None:
+        fields["noise_multiplier"] = validate.positive("--noise-multiplier", noise_multiplier)
+    if schedule_file is not None:
+        if "schedule_values" in fields:
+            raise InvalidParameter("--schedule-file", "give either schedule_file or schedule_values")
+        fields["schedule_values"] = _read_schedule(schedule_file)
+    if "schedule_values" in fields:
+        fields["schedule_values"] = tuple(float(v) for v in fields["schedule_values"])
+    if orders is not None:
+        fields["orders"] = _parse_orders(orders)
+    c2 = fields.get("c2")
+    if isinstance(c2, str):
+        if c2.strip().lower() != "auto":
+            try:
+                fields["c2"] = float(c2)
+            except ValueError:
+                raise InvalidParameter("--c2", f"must be a number > 0 or 'auto' (got {c2!r})") from None
+        else:
+            fields["c2"] = "auto"
+    return PrivacyParams(algo=algo, conversion=conv, **fields)
+
+
+def _read_schedule(path: str) -> tuple[float, ...]:
+    from accounting.schedules import read_schedule_file
+
+    values = read_schedule_file(path)
+    return tuple(float(v) for v in values)
+
+
+def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
+    if isinstance(orders, str):
+        from accounting.orders import parse_orders
+
+        return tuple(float(o) for o in parse_orders(orders))
+    try:
+        vals = [float(o) for o in orders]
+    except (TypeError, ValueError):
+        raise InvalidParameter(
+            "--orders", "must be a list of numbers > 1 or a string like '1.5,2,4-64'"
+        ) from None
+    if not vals or any(not math.isfinite(o) or o <= 1 for o in vals):
+        raise InvalidParameter("--orders", "orders must be finite numbers > 1")
+    return tuple(sorted(set(vals)))
+
+
+def _check_eps(eps: Any) -> float:
+    return validate.positive("--eps", eps)
+
+
+def _resolve_auto_c2(
+    algorithm: Any, params: PrivacyParams, *, budget: Callable[[PrivacyParams], float], extra: list[str]
+) -> PrivacyParams:
+    """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2)."""
+    if params.c2 != "auto":
+        return params
+    if algorithm.name != "dicesgd":
+        return params.with_(c2=None)
+    from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO, auto_c2
+
+    ratio = params.max_noise_ratio
+    ratio = DEFAULT_MAX_NOISE_RATIO if ratio is None else validate.positive("--max-noise-ratio", ratio)
+    p, _, _ = algorithm.resolve(params.with_(c2=None))
+    z_budget = budget(p)
+    c2 = auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio)
+    extra.append(
+        f"--c2 auto = {c2:.6g}: largest C2 whose certified DiceSGD noise is within {ratio:g}x the DP-SGD "
+        f"noise (DP-SGD reference z = {z_budget:.6g})"
+    )
+    return params.with_(c2=c2)
+
+
+def _with_extra(report: PrivacyReport, extra: list[str]) -> PrivacyReport:
+    if not extra:
+        return report
+    return replace(report, defaults_assumed=tuple(report.defaults_assumed) + tuple(extra))
+
+
+def epsilon(
+    *,
+    noise_multiplier: float | None = None,
+    delta: float,
+    algo: str,
+    mode: str | None = None,
+    accountant: str = "rdp",
+    **options: Any,
+) -> PrivacyReport:
+    """Epsilon of ALGO at ``delta`` for base noise multiplier ``noise_multiplier``.
+
+    ``mode=None`` is the algorithm's default (certified; for DiceSGD without a certified
+    accountant, "claimed (not certified)" with a warning). With ``schedule_file`` the per-step
+    values are multiplied by ``noise_multiplier``, which then defaults to 1.
+    """
+    from accounting.algorithms.registry import get_algorithm
+
+    algorithm = get_algorithm(algo)
+    if noise_multiplier is None:
+        if options.get("schedule_file") is None and options.get("schedule_values") is None:
+            raise InvalidParameter("--noise-multiplier", "is required (a number > 0)")
+        noise_multiplier = 1.0
+    params = build_params(algo=algo, delta=delta, noise_multiplier=noise_multiplier, **options)
+    if params.delta is None:
+        raise InvalidParameter("--delta", "is required (a number in (0, 1))")
+    extra: list[str] = []
+    params = _resolve_auto_c2(
+        algorithm,
+        params,
+        budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or _default_ratio()),
+        extra=extra,
+    )
+    return _with_extra(algorithm.epsilon(params, mode, accountant), extra)
+
+
+def _default_ratio() -> float:
+    from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO
+
+    return DEFAULT_MAX_NOISE_RATIO
+
+
+def _calibrate_decreasing(
+    fn: Callable[[float], float], target: float, option: str
+) -> tuple[float, dict[str, Any]]:
+    """Smallest x with fn(x) <= target (fn decreasing) via accounting.calibration."""
+    from accounting.calibration import calibrate_decreasing
+
+    res = calibrate_decreasing(fn, target, option=option, rtol=CALIBRATION_RTOL)
+    info = {"iterations": getattr(res, "iterations", None), "rtol": CALIBRATION_RTOL}
+    bracket = getattr(res, "bracket", None)
+    if bracket is not None:
+        info["bracket_low"], info["bracket_high"] = float(bracket[0]), float(bracket[1])
+    return float(res.value), info
+
+
+def calibrate(
+    *,
+    eps: float,
+    delta: float,
+    algo: str,
+    mode: str | None = None,
+    accountant: str = "rdp",
+    target: str = "noise_multiplier",
+    noise_multiplier: float | None = None,
+    **options: Any,
+) -> PrivacyReport:
+    """Calibrate ALGO to (eps, delta) in the chosen mode.
+
+    ``target="noise_multiplier"``: the smallest base noise multiplier z with eps(z) <= ``eps``
+    (Brent on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
+    the target). ``target="steps"``: the largest number of steps with eps <= ``eps`` at the given
+    ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
+    """
+    from accounting.algorithms.registry import get_algorithm
+
+    eps = _check_eps(eps)
+    if target not in TARGETS:
+        raise InvalidParameter("--target", f"must be one of {', '.join(TARGETS)} (got {target!r})")
+    algorithm = get_algorithm(algo)
+    extra: list[str] = []
+    if target == "noise_multiplier":
+        if noise_multiplier is not None:
+            raise InvalidParameter("--noise-multiplier", "is what calibrate computes; do not give it")
+        params = build_params(algo=algo, delta=delta, **options)
+        if params.delta is None:
+            raise InvalidParameter("--delta", "is required (a number in (0, 1))")
+        params = _resolve_auto_c2(algorithm, params, budget=lambda p: _dpsgd_noise_for(p, eps), extra=extra)
+        p, mode_, label, assumed, warns, fn = algorithm.epsilon_function(params, mode, accountant)
+
+        def eps_of(z: float) -> float:
+            return fn(p.with_(noise_multiplier=z)).epsilon
+
+        z, info = _calibrate_decreasing(eps_of, eps, "--eps")
+        p = p.with_(noise_multiplier=z)
+        value = fn(p)  # exactly what `epsilon` reports at this z
+        if not value.epsilon <= eps:  # the calibration contract; never report a violating z
+            raise UnreachableTarget(
+                "--eps", f"calibration could not certify eps <= {eps:g} (got {value.epsilon:.6g})"
+            )
+        info.update(target="noise_multiplier", eps_target=eps)
+        report = algorithm._report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
+        return _with_extra(report, extra)
+
+    # target == "steps"
+    if noise_multiplier is None:
+        raise InvalidParameter("--noise-multiplier", "is required when calibrating --steps")
+    for opt in ("steps", "epochs", "rounds", "schedule_file", "schedule_values"):
+        if options.get(opt) is not None:
+            raise InvalidParameter(
+                f"--{opt.replace('_', '-')}", "cannot be given when calibrating the number of steps"
+            )
+    if options.get("c2") == "auto":
+        raise InvalidParameter("--c2", "'auto' cannot be combined with calibrating the number of steps")
+    params = build_params(algo=algo, delta=delta, noise_multiplier=noise_multiplier, **options)
+    if params.delta is None:
+        raise InvalidParameter("--delta", "is required (a number in (0, 1))")
+    field = "rounds" if algorithm.name == "clip21sgd2m" else "steps"
+    p0, mode_, label, assumed, warns, fn = algorithm.epsilon_function(
+        params.with_(**{field: 1}), mode, accountant
+    )
+    assumed = tuple(a for a in assumed if not a.startswith(("--epochs", "--rounds")))
+
+    def eps_of_steps(t: int) -> float:
+        q, _, _ = algorithm.resolve(params.with_(**{field: int(t)}))
+        return fn(q).epsilon
+
+    from accounting.calibration import calibrate_steps
+
+    res = calibrate_steps(eps_of_steps, eps, option="--eps")
+    t = int(res.value)
+    p, _, _ = algorithm.resolve(params.with_(**{field: t}))
+    value = fn(p)
+    if not value.epsilon <= eps:
+        raise UnreachableTarget("--eps", f"no number of steps reaches eps <= {eps:g}")
+    info = {"target": "steps", "eps_target": eps, "iterations": getattr(res, "iterations", None)}
+    report = algorithm._report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
+    return report
+
+
+def _dpsgd_noise_for(p: PrivacyParams, eps: float) -> float:
+    """DP-SGD's certified noise multiplier for (eps, delta) at the same q and T (``--c2 auto``)."""
+    from accounting.algorithms.registry import get_algorithm
+
+    dpsgd = get_algorithm("dpsgd")
+    base = PrivacyParams(
+        algo="dpsgd",
+        delta=p.delta,
+        sample_rate=p.sample_rate,
+        dataset_size=p.dataset_size,
+        batch_size=p.batch_size,
+        steps=p.steps,
+        c1=p.c1,
+        orders=p.orders,
+        conversion=p.conversion,
+    )
+    q, mode_, _, _, _, fn = dpsgd.epsilon_function(base, "certified", "rdp")
+    z, _ = _calibrate_decreasing(lambda z: fn(q.with_(noise_multiplier=z)).epsilon, eps, "--eps")
+    return z
+
+
+def compare(
+    *,
+    delta: float,
+    algo: str,
+    eps: float | None = None,
+    noise_multiplier: float | None = None,
+    accountant: str = "rdp",
+    mode: str | None = None,
+    audit_samples: int = 20_000,
+    audit_confidence: float = 0.99,
+    audit_seed: int = 0,
+    **options: Any,
+) -> dict[str, Any]:
+    """Claimed, certified and audit side by side (``--compare``).
+
+    With ``eps`` the noise is first calibrated in ``mode`` (default: the algorithm's default
+    mode); all three are then evaluated at that noise multiplier. Each entry is a report, or a
+    string saying why it is not available. The audit uses ``accounting.audit.run_audit``.
+    """
+    from accounting.algorithms.registry import get_algorithm
+
+    algorithm = get_algorithm(algo)
+    out: dict[str, Any] = {}
+    if eps is not None:
+        main = calibrate(eps=eps, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
+        out["calibrated"] = main
+        z = main.noise_multiplier
+        for m in ("claimed", "certified"):
+            if main.mode == m and main.label == m and _acc(m, accountant) == accountant:
+                out[f"{m}_noise_multiplier"] = main.noise_multiplier  # already calibrated
+                continue
+            try:
+                r = calibrate(
+                    eps=eps, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
+                )
+                out[f"{m}_noise_multiplier"] = r.noise_multiplier
+            except InvalidParameter as err:
+                out[f"{m}_noise_multiplier"] = f"n/a ({err.message})"
+    else:
+        z = noise_multiplier
+    for m in ("claimed", "certified"):
+        try:
+            out[m] = epsilon(
+                noise_multiplier=z, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
+            )
+        except InvalidParameter as err:
+            out[m] = f"n/a ({err.message})"
+    out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, audit_seed)
+    out["noise_multiplier"] = z
+    return out
+
+
+def _acc(mode: str, accountant: str) -> str:
+    """Claimed numbers that are closed forms refuse pld; compare falls back to rdp for them."""
+    return accountant if mode == "certified" else "rdp"
+
+
+def _audit(algorithm, z, delta, options, samples, confidence, seed) -> Any:
+    try:
+        from accounting.audit import run_audit
+    except ImportError:
+        return "n/a (audit unavailable)"
+    try:
+        params = build_params(algo=algorithm.name, delta=delta, noise_multiplier=z, **options)
+        extra: list[str] = []
+        params = _resolve_auto_c2(
+            algorithm,
+            params,
+            budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or _default_ratio()),
+            extra=extra,
+        )
+        resolved, _, _ = algorithm.resolve(params)
+        return run_audit(resolved, samples=samples, confidence=confidence, seed=seed)
+    except InvalidParameter as err:
+        return f"n/a ({err.message})"
+    except NotImplementedError as err:
+        return f"n/a ({err})"
