@@ -63,6 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("dptheory: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # `dptheory ... | head`: the reader left; silence the flush at exit as well.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
