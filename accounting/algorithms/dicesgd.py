@@ -259,6 +259,27 @@ class DiceSGD(Algorithm):
             "certified: error-feedback hidden-state RDP bound (accounting.hidden_state, docs/hidden-state.md)"
             + ("" if p.grad_bound is None else f" with per-example gradient bound G = {p.grad_bound:g}"),
         )
+        if p.grad_bound is not None and p.grad_bound > p.c1 and p.conversion == "improved":
+            # With G > C1 the inclusion cap (docs/hidden-state.md, "Known looseness") is often much
+            # tighter: ignore xi' after k inclusions, pay e^eps P[Bin(T, q) > k] in delta. Both
+            # numbers are certified; report the smaller, and say which one it is.
+            capped = hs.dicesgd_certified_epsilon_capped(
+                delta=p.delta,
+                sample_rate=p.sample_rate,
+                noise_multiplier=p.noise_multiplier,
+                steps=p.steps,
+                c1=p.c1,
+                c2=p.c2,
+                batch_size=p.batch_size,
+                grad_bound=p.grad_bound,
+                orders=orders_of(p),
+            )
+            if capped["cap"] is not None and capped["epsilon"] < v.epsilon:
+                note = note + (
+                    f"inclusion cap k = {capped['cap']}: RDP at delta = {capped['delta_rdp']:.3g} plus "
+                    f"e^eps P[Bin(T, q) > k] = e^eps {capped['beta']:.3g} (docs/hidden-state.md)",
+                )
+                return EpsilonValue(capped["epsilon"], None, note, v.warnings)
         return EpsilonValue(v.epsilon, v.order, note, v.warnings)
 
     def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
