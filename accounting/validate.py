@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from accounting.errors import InvalidParameter
 
 
@@ -55,3 +57,33 @@ def positive_int(option: str, value: int | float) -> int:
     if v != int(v) or v < 1:
         raise InvalidParameter(option, f"must be an integer >= 1 (got {value!r})")
     return int(v)
+
+
+def _finite_array(option: str, values: object) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidParameter(option, "must be numbers") from None
+    if arr.size == 0:
+        raise InvalidParameter(option, "must not be empty")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameter(option, "must be finite numbers (got NaN or inf)")
+    return arr
+
+
+def positive_array(option: str, values: object) -> np.ndarray:
+    """Every entry finite and > 0 (per-step arrays such as noise schedules)."""
+    arr = _finite_array(option, values)
+    bad = arr[arr <= 0]
+    if bad.size:
+        raise InvalidParameter(option, f"must be > 0 (got {float(bad.reshape(-1)[0])!r})")
+    return arr
+
+
+def rate_array(option: str, values: object) -> np.ndarray:
+    """Every entry a sampling rate in (0, 1]."""
+    arr = _finite_array(option, values)
+    bad = arr[(arr <= 0) | (arr > 1)]
+    if bad.size:
+        raise InvalidParameter(option, f"must be in (0, 1] (got {float(bad.reshape(-1)[0])!r})")
+    return arr

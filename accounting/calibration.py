@@ -1,0 +1,201 @@
+"""Calibration: the smallest noise (or largest rate / number of steps) that meets a target.
+
+Contract of :func:`calibrate_decreasing` (``fn`` non-increasing, e.g. epsilon as a function of
+the noise multiplier):
+
+* the returned ``value`` always satisfies ``fn(value) <= target`` -- it is the *upper* end of
+  a bracket ``(lo, value]`` both of whose ends were evaluated (``fn(lo) > target``), so this
+  is checked, not assumed;
+* the bracket is narrowed until ``value <= lo * (1 + rtol)``; hence for a continuous,
+  strictly decreasing ``fn`` the exact root x* lies in ``(lo, value]`` and
+  ``x* <= value <= x* (1 + rtol)`` (default ``rtol = 1e-6``).
+
+Search: geometric bracketing (factor 2 per step, from 1 or the given bounds), then Brent's
+method (``scipy.optimize.brentq``) on ``log x``; every evaluation updates the bracket, and a
+final log-space bisection guarantees the tolerance if Brent stopped short of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from accounting.errors import UnreachableTarget
+
+__all__ = ["CalibrationResult", "calibrate_decreasing", "calibrate_increasing", "calibrate_steps"]
+
+DEFAULT_RTOL = 1e-6
+_MIN_X = 1e-12
+_MAX_X = 1e12
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """``value`` (meets the target), ``achieved = fn(value)``, evaluations used, final bracket."""
+
+    value: float
+    achieved: float
+    iterations: int
+    bracket: tuple[float, float]
+
+
+class _Tracker:
+    """Evaluates fn, keeping the tightest bracket seen: largest failing x, smallest passing x."""
+
+    def __init__(self, fn: Callable[[float], float], target: float) -> None:
+        self.fn, self.target = fn, target
+        self.lo, self.lo_val = -math.inf, math.nan  # largest x with fn(x) > target
+        self.hi, self.hi_val = math.inf, math.nan  # smallest x with fn(x) <= target
+        self.calls = 0
+
+    def ok(self, x: float) -> bool:
+        self.calls += 1
+        v = float(self.fn(x))
+        passed = v <= self.target  # NaN compares False: treated as failing (conservative)
+        if passed and x < self.hi:
+            self.hi, self.hi_val = x, v
+        if not passed and x > self.lo:
+            self.lo, self.lo_val = x, v
+        return passed
+
+    def g(self, u: float) -> float:
+        """Brent's objective on u = log x; infinities/NaN mapped to large finite values."""
+        x = math.exp(u)
+        self.ok(x)
+        v = self.hi_val if x == self.hi else self.lo_val
+        if not math.isfinite(v):
+            return 1e300
+        return v - self.target
+
+
+def calibrate_decreasing(
+    fn: Callable[[float], float],
+    target: float,
+    *,
+    option: str,
+    lower: float | None = None,
+    upper: float | None = None,
+    rtol: float = DEFAULT_RTOL,
+    max_iter: int = 200,
+) -> CalibrationResult:
+    """Smallest x (to relative tolerance ``rtol``) with ``fn(x) <= target``; fn non-increasing.
+
+    ``lower``/``upper`` bound the search (defaults 1e-12 and 1e12).  If ``fn(lower) <= target``
+    the answer is ``lower``.  If even ``fn(upper) > target`` (or fn is inf/NaN there) no value
+    reaches the target: :class:`UnreachableTarget` naming ``option``.
+    """
+    if not (isinstance(target, int | float) and math.isfinite(target)):
+        raise UnreachableTarget(option, f"target must be a finite number (got {target!r})")
+    if not 0 < rtol < 0.5:
+        raise ValueError("rtol must be in (0, 0.5)")
+    x_min = _MIN_X if lower is None else float(lower)
+    x_max = _MAX_X if upper is None else float(upper)
+    if not (0 < x_min < x_max and math.isfinite(x_max)):
+        raise ValueError(f"need 0 < lower < upper < inf (got {x_min}, {x_max})")
+    tr = _Tracker(fn, target)
+
+    # 1. Bracket: geometric steps (factor 2) from a starting point inside [x_min, x_max].
+    x = min(max(1.0, x_min), x_max) if lower is None or upper is None else math.sqrt(x_min * x_max)
+    if tr.ok(x):
+        while tr.lo == -math.inf:
+            if x <= x_min:
+                return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (x_min, tr.hi))
+            x = max(x / 2.0, x_min)
+            tr.ok(x)
+            if tr.calls > max_iter:
+                raise RuntimeError("calibration did not bracket the target")
+    else:
+        while tr.hi == math.inf:
+            if x >= x_max:
+                raise UnreachableTarget(
+                    option,
+                    f"no value up to {x_max:g} reaches the target {target:g} "
+                    f"(still {tr.lo_val:g} at {x_max:g})",
+                )
+            x = min(x * 2.0, x_max)
+            tr.ok(x)
+            if tr.calls > max_iter:
+                raise RuntimeError("calibration did not bracket the target")
+
+    # 2. Brent on log x inside the bracket (every evaluation narrows the tracked bracket).
+    if tr.hi > tr.lo * (1.0 + rtol):
+        from scipy.optimize import brentq
+
+        try:
+            brentq(tr.g, math.log(tr.lo), math.log(tr.hi), xtol=rtol / 8.0, maxiter=max_iter)
+        except (ValueError, RuntimeError):
+            pass  # bisection below still guarantees the tolerance
+
+    # 3. Guarantee: bisect in log space until value <= lo * (1 + rtol).
+    while tr.hi > tr.lo * (1.0 + rtol):
+        tr.ok(math.sqrt(tr.lo * tr.hi))
+        if tr.calls > 10 * max_iter:
+            raise RuntimeError("calibration did not converge")
+    return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (tr.lo, tr.hi))
+
+
+def calibrate_increasing(
+    fn: Callable[[float], float],
+    target: float,
+    *,
+    option: str,
+    lower: float | None = None,
+    upper: float | None = None,
+    rtol: float = DEFAULT_RTOL,
+    max_iter: int = 200,
+) -> CalibrationResult:
+    """Largest x (to relative tolerance ``rtol``) with ``fn(x) <= target``; fn non-decreasing
+    (e.g. epsilon as a function of the sampling rate, with ``upper=1``).
+
+    Solved as :func:`calibrate_decreasing` in ``y = 1/x``; the result satisfies the target and
+    ``x* / (1 + rtol) <= value <= x*``.  If ``fn(upper) <= target`` the answer is ``upper``;
+    if even ``fn(lower) > target``, :class:`UnreachableTarget`.
+    """
+    lo_y = None if upper is None else 1.0 / float(upper)
+    hi_y = None if lower is None else 1.0 / float(lower)
+    res = calibrate_decreasing(
+        lambda y: fn(1.0 / y), target, option=option, lower=lo_y, upper=hi_y, rtol=rtol, max_iter=max_iter
+    )
+    lo, hi = res.bracket
+    return CalibrationResult(1.0 / res.value, res.achieved, res.iterations, (1.0 / hi, 1.0 / lo))
+
+
+def calibrate_steps(
+    fn_of_steps: Callable[[int], float],
+    target: float,
+    *,
+    option: str,
+    max_steps: int = 10**9,
+) -> CalibrationResult:
+    """Largest integer ``T >= 1`` with ``fn(T) <= target``; fn non-decreasing in T.
+
+    Doubling from T = 1 then integer bisection, so the answer is exact.  If ``fn(1) > target``
+    no number of steps works: :class:`UnreachableTarget`.  If the target still holds at
+    ``max_steps`` that cap is returned (bracket ``(max_steps, inf)``).
+    """
+    calls = 1
+    v1 = float(fn_of_steps(1))
+    if not v1 <= target:
+        raise UnreachableTarget(option, f"even a single step gives {v1:g} > target {target:g}")
+    good, good_val, bad = 1, v1, None
+    t = 1
+    while bad is None:
+        if t >= max_steps:
+            return CalibrationResult(float(good), good_val, calls, (float(good), math.inf))
+        t = min(2 * t, max_steps)
+        v = float(fn_of_steps(t))
+        calls += 1
+        if v <= target:
+            good, good_val = t, v
+        else:
+            bad = t
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        v = float(fn_of_steps(mid))
+        calls += 1
+        if v <= target:
+            good, good_val = mid, v
+        else:
+            bad = mid
+    return CalibrationResult(float(good), good_val, calls, (float(good), float(bad)))

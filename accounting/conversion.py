@@ -1,0 +1,141 @@
+"""RDP -> (epsilon, delta) conversion.
+
+``improved`` (default) is the conversion dp-accounting uses (``compute_epsilon`` /
+``compute_delta`` in ``rdp_privacy_accountant.py``), reimplemented here:
+
+* at an order ``a > 1.01``: ``eps = rdp + log1p(-1/a) - (log(delta) + log(a)) / (a - 1)``
+  (Balle et al. 2020, "Hypothesis testing interpretations and Renyi DP", Prop. 12 (v4);
+  Canonne, Kamath, Steinke 2020, Eq. 20).  Below 1.01 the formula is numerically unstable and
+  useless, so it is not applied (exactly as dp-accounting).
+* KL fallback at every order ``a >= 1``: RDP at ``a`` upper-bounds the KL divergence, and by
+  Bretagnolle-Huber the total variation is ``<= sqrt(1 - exp(-KL))``; since
+  ``delta(eps) <= delta(0) = TV``, ``eps = 0`` is valid whenever
+  ``delta >= sqrt(1 - exp(-rdp))`` (dp-accounting's test ``delta^2 + expm1(-rdp) > 0``).
+
+``classic`` is Mironov 2017, Prop. 3: ``eps = rdp + log(1/delta)/(a - 1)`` (for reproducing papers).
+
+The reported epsilon is the minimum over the orders with a finite RDP value; orders listed in
+``curve.dropped`` (rdp = inf) never count.  A negative RDP value (only possible as log-space
+rounding, a Renyi divergence is >= 0) is raised to 0 rather than turned into eps = 0 as
+dp-accounting does -- the conservative choice.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accounting import validate
+from accounting.errors import InvalidParameter
+from accounting.rdp import RdpCurve
+
+__all__ = ["METHODS", "EpsilonResult", "epsilon_per_order", "rdp_to_delta", "rdp_to_epsilon"]
+
+METHODS = ("improved", "classic")
+_MIN_IMPROVED_ORDER = 1.01
+
+
+@dataclass(frozen=True)
+class EpsilonResult:
+    """Epsilon at ``delta``, the order attaining it, and warnings (e.g. optimum on the grid edge)."""
+
+    epsilon: float
+    delta: float
+    order: float
+    method: str
+    on_edge: bool
+    warnings: tuple[str, ...] = ()
+
+
+def _method(method: str) -> str:
+    if method not in METHODS:
+        raise InvalidParameter("--conversion", f"must be one of {', '.join(METHODS)} (got {method!r})")
+    return method
+
+
+def epsilon_per_order(
+    orders: np.ndarray, rdp: np.ndarray, delta: float, method: str = "improved"
+) -> np.ndarray:
+    """Epsilon bound at each order (inf where the order gives nothing)."""
+    delta = validate.open_unit("--delta", delta)
+    _method(method)
+    a = np.asarray(orders, dtype=float)
+    r = np.maximum(np.asarray(rdp, dtype=float), 0.0)
+    eps = np.full(a.shape, np.inf)
+    fin = np.isfinite(r)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if method == "classic":
+            use = fin & (a > 1)
+            eps[use] = r[use] + math.log(1.0 / delta) / (a[use] - 1.0)
+        else:
+            use = fin & (a > _MIN_IMPROVED_ORDER)
+            au = a[use]
+            eps[use] = r[use] + np.log1p(-1.0 / au) - (math.log(delta) + np.log(au)) / (au - 1.0)
+            kl = fin & (delta**2 + np.expm1(-r) > 0)
+            eps[kl] = 0.0
+    return np.maximum(eps, 0.0)
+
+
+def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -> EpsilonResult:
+    """Smallest epsilon over the curve's orders at ``delta`` (in (0, 1)).
+
+    If no order gives a finite epsilon the result is ``inf`` with a warning (never a guess).
+    """
+    delta = validate.open_unit("--delta", delta)
+    method = _method(method)
+    eps = epsilon_per_order(curve.orders, curve.rdp, delta, method)
+    warnings: list[str] = []
+    if curve.dropped:
+        shown = ", ".join(f"{o:g}" for o, _ in curve.dropped[:5])
+        more = "" if len(curve.dropped) <= 5 else f" and {len(curve.dropped) - 5} more"
+        warnings.append(
+            f"RDP orders dropped (could not be evaluated): {shown}{more}; first reason: {curve.dropped[0][1]}"
+        )
+    if not np.any(np.isfinite(eps)):
+        warnings.append("no RDP order gives a finite epsilon at this delta")
+        return EpsilonResult(math.inf, delta, math.nan, method, False, tuple(warnings))
+    idx = int(np.argmin(eps))
+    best = float(eps[idx])
+    order = float(curve.orders[idx])
+    finite_orders = curve.orders[np.isfinite(curve.rdp)]
+    usable = finite_orders[finite_orders > (_MIN_IMPROVED_ORDER if method == "improved" else 1.0)]
+    on_edge = False
+    if best > 0 and usable.size and (order <= usable.min() or order >= usable.max()):
+        on_edge = True
+        side = "smallest" if order <= usable.min() else "largest"
+        warnings.append(
+            f"optimal RDP order {order:g} is the {side} usable order of the grid; "
+            "epsilon may improve with a wider --orders grid"
+        )
+    return EpsilonResult(best, delta, order, method, on_edge, tuple(warnings))
+
+
+def rdp_to_delta(curve: RdpCurve, epsilon: float, *, method: str = "improved") -> float:
+    """Smallest delta over the curve's orders at ``epsilon`` (>= 0), capped at 1.
+
+    ``improved``: ``log delta = (a-1)(rdp - eps + log1p(-1/a)) - log(a)`` for ``a > 1.01``, with
+    the KL bound ``delta <= sqrt(1 - exp(-rdp))`` (as dp-accounting's ``compute_delta``).
+    ``classic``: ``delta = exp((a-1)(rdp - eps))``.
+    """
+    epsilon = validate.nonnegative("--eps", epsilon)
+    method = _method(method)
+    a = curve.orders
+    r = np.maximum(curve.rdp, 0.0)
+    fin = np.isfinite(r)
+    logd = np.full(a.shape, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if method == "classic":
+            use = fin & (a > 1)
+            logd[use] = (a[use] - 1.0) * (r[use] - epsilon)
+        else:
+            logd[fin] = np.where(r[fin] > 0, 0.5 * np.log(-np.expm1(-r[fin])), -np.inf)
+            use = fin & (a > _MIN_IMPROVED_ORDER)
+            au = a[use]
+            logd[use] = np.minimum(
+                logd[use], (au - 1.0) * (r[use] - epsilon + np.log1p(-1.0 / au)) - np.log(au)
+            )
+    if not np.any(np.isfinite(logd) | (logd == -np.inf)):
+        return 1.0
+    return float(min(math.exp(float(np.min(logd))), 1.0))

@@ -1,0 +1,108 @@
+"""Noise schedules: closed forms and schedule-file parsing."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from accounting.errors import InvalidParameter
+from accounting.schedules import DEFAULT_RHO, SCHEDULES, noise_multipliers, read_schedule_file
+
+
+def test_closed_forms():
+    s, t = 2.0, 16
+    k = np.arange(1, t + 1)
+    np.testing.assert_allclose(noise_multipliers("constant", s, t), np.full(t, s))
+    np.testing.assert_allclose(noise_multipliers("inv-k", s, t) ** 2, s**2 / k, rtol=1e-14)
+    np.testing.assert_allclose(noise_multipliers("inv-sqrt-k", s, t) ** 2, s**2 / np.sqrt(k), rtol=1e-14)
+    np.testing.assert_allclose(noise_multipliers("exp", s, t, rho=3.0), s * 3.0 ** (-k / t), rtol=1e-14)
+    last = noise_multipliers("exp", s, t)[-1]
+    assert last == pytest.approx(s / DEFAULT_RHO)
+    assert noise_multipliers("inv-k", s, 4)[3] == pytest.approx(1.0)  # 2/sqrt(4)
+
+
+def test_all_schedules_shape_and_positive():
+    for name in SCHEDULES:
+        z = noise_multipliers(name, 1.5, 7)
+        assert z.shape == (7,) and np.all(z > 0) and np.all(np.isfinite(z))
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("linear", 1.0, 5), "--schedule"),
+        (("constant", 0.0, 5), "--noise-multiplier"),
+        (("constant", float("nan"), 5), "--noise-multiplier"),
+        (("inv-k", 1.0, 0), "--steps"),
+        (("inv-k", 1.0, 2.5), "--steps"),
+    ],
+)
+def test_bad_arguments(args, option):
+    with pytest.raises(InvalidParameter, match=option):
+        noise_multipliers(*args)
+
+
+def test_unknown_schedule_lists_choices():
+    with pytest.raises(InvalidParameter) as info:
+        noise_multipliers("bogus", 1.0, 3)
+    assert info.value.option == "--schedule"
+    assert all(name in info.value.message for name in SCHEDULES)
+
+
+def test_exp_bad_rho():
+    with pytest.raises(InvalidParameter, match="--rho"):
+        noise_multipliers("exp", 1.0, 3, rho=0.0)
+
+
+def test_read_schedule_file(tmp_path):
+    f = tmp_path / "z.txt"
+    f.write_text("# noise multipliers\n1.5\n\n  2.0  # second\n3e-1\n")
+    np.testing.assert_allclose(read_schedule_file(f), [1.5, 2.0, 0.3])
+    np.testing.assert_allclose(read_schedule_file(str(f)), [1.5, 2.0, 0.3])
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("", "no noise multipliers"),
+        ("# only a comment\n\n", "no noise multipliers"),
+        ("1.0\nabc\n", "line 2"),
+        ("1.0\n-2\n", "line 2"),
+        ("0\n", "line 1"),
+        ("nan\n", "line 1"),
+        ("inf\n", "line 1"),
+        ("1.0 2.0\n", "line 1"),
+    ],
+)
+def test_read_schedule_file_errors(tmp_path, content, fragment):
+    f = tmp_path / "z.txt"
+    f.write_text(content)
+    with pytest.raises(InvalidParameter, match="--schedule-file") as info:
+        read_schedule_file(f)
+    assert fragment in info.value.message
+
+
+def test_unreadable_schedule_file(tmp_path):
+    with pytest.raises(InvalidParameter, match="--schedule-file"):
+        read_schedule_file(tmp_path / "missing.txt")
+    with pytest.raises(InvalidParameter, match="--schedule-file"):
+        read_schedule_file(tmp_path)  # a directory
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(InvalidParameter, match="--schedule-file"):
+        read_schedule_file(binary)
+
+
+def test_decreasing_schedules_spend_more_privacy():
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.rdp import subsampled_gaussian_rdp
+
+    def eps(name):
+        z = noise_multipliers(name, 3.0, 200)
+        return rdp_to_epsilon(subsampled_gaussian_rdp(0.05, z, [2.0, 4.0, 8.0, 16.0, 32.0]), 1e-5).epsilon
+
+    const, sqrtk, exp_, invk = eps("constant"), eps("inv-sqrt-k"), eps("exp"), eps("inv-k")
+    assert const < sqrtk < invk and const < exp_
+    assert math.isfinite(invk)
