@@ -223,3 +223,13 @@ def test_report_is_written_atomically(tmp_path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]
     table = verdict_table(results)
     assert table.startswith("| Claim |") and table.count("\n") == 4
+
+
+def test_readme_table_splices_between_markers_only() -> None:
+    from verification.readme_table import END, START, splice
+
+    doc = f"intro\n{START}\nold table\n{END}\noutro\n"
+    out = splice(doc, "| new |\n")
+    assert out == f"intro\n{START}\n| new |\n{END}\noutro\n"
+    with pytest.raises(ValueError):
+        splice("no markers here", "| t |")
