@@ -141,6 +141,20 @@ def test_figures_bad_out_dir(tmp_path, capsys):
     assert rc == 2
 
 
+def test_figures_out_dir_that_cannot_be_created(tmp_path, capsys, monkeypatch):
+    # access() says the parent is writable, yet mkdir fails (as under /proc or a read-only
+    # mount): still one line and exit 2, no traceback.
+    import os
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "makedirs", refuse)
+    rc = main(["figures", "--out", str(tmp_path / "figs")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--out" in err and err.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_figures_quick(tmp_path, capsys):
     from dptheory.figures import FIGURES

@@ -37,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
     target = out if os.path.isdir(out) else parent
     if not os.access(target, os.W_OK):
         raise UsageError("--out", f"directory is not writable: {target}")
+    try:  # access() can say yes where mkdir still fails (e.g. /proc, read-only mounts)
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise UsageError("--out", f"cannot create directory {out}: {exc.strerror}") from None
     from dptheory import figures
 
     def progress(msg: str) -> None:
