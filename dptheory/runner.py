@@ -475,13 +475,11 @@ def check_plot_path(path: str) -> None:
     """Fail early (before a long run) if the PNG cannot be written there."""
     if not path.lower().endswith(".png"):
         raise InvalidParameter("--plot", f"must be a .png path (got {path!r})")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise InvalidParameter("--plot", f"directory does not exist: {d}")
-    if not os.access(d, os.W_OK):
-        raise InvalidParameter("--plot", f"directory is not writable: {d}")
+    from dptheory.paths import probe_writable_dir
+
     if os.path.isdir(path):
         raise InvalidParameter("--plot", f"is a directory: {path}")
+    probe_writable_dir("--plot", os.path.dirname(os.path.abspath(path)))
 
 
 def save_figure_atomic(fig: Any, path: str, **kw: Any) -> None:

@@ -167,10 +167,13 @@ def check_report_dir(path: str) -> Path:
     parent = target.parent
     if not parent.is_dir():
         raise UsageError(f"parent directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"cannot write into {parent}")
-    if target.exists() and not os.access(target, os.W_OK):
-        raise UsageError(f"cannot write into {target}")
+    from accounting.errors import InvalidParameter
+    from dptheory.paths import probe_writable_dir
+
+    try:  # the report is built next to the target and renamed into place
+        probe_writable_dir("--report", str(parent))
+    except InvalidParameter as exc:
+        raise UsageError(exc.message) from None
     return target
 
 

@@ -34,13 +34,13 @@ def run(args: argparse.Namespace) -> int:
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out) and not os.path.isdir(parent):
         raise UsageError("--out", f"parent directory does not exist: {parent}")
-    target = out if os.path.isdir(out) else parent
-    if not os.access(target, os.W_OK):
-        raise UsageError("--out", f"directory is not writable: {target}")
-    try:  # access() can say yes where mkdir still fails (e.g. /proc, read-only mounts)
+    try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
         raise UsageError("--out", f"cannot create directory {out}: {exc.strerror}") from None
+    from dptheory.paths import probe_writable_dir
+
+    probe_writable_dir("--out", out)
     from dptheory import figures
 
     def progress(msg: str) -> None:
