@@ -259,6 +259,14 @@ class DiceSGD(Algorithm):
             "certified: error-feedback hidden-state RDP bound (accounting.hidden_state, docs/hidden-state.md)"
             + ("" if p.grad_bound is None else f" with per-example gradient bound G = {p.grad_bound:g}"),
         )
+        if p.grad_bound is None:
+            ratio = 2 * p.c2 * p.batch_size / p.c1
+            note = note + (
+                "why so large: without --grad-bound one example can shift clip(e_t, C2) by up to "
+                f"2 C2 per step, {ratio:.4g}x its clipped-gradient sensitivity C1/B; audits show this "
+                "shift is real (dptheory audit --algo dicesgd ...). A per-example gradient bound "
+                "(--grad-bound G) certifies far less noise",
+            )
         if p.grad_bound is not None and p.grad_bound > p.c1 and p.conversion == "improved":
             # With G > C1 the inclusion cap (docs/hidden-state.md, "Known looseness") is often much
             # tighter: ignore xi' after k inclusions, pay e^eps P[Bin(T, q) > k] in delta. Both
