@@ -1086,6 +1086,11 @@ THM37_CASES = [
     # values of the bounds, which can be arbitrarily large", so G = 101 is inside its domain.
     dict(n=50000, batch=1000, steps=150, c1=1.0, c2=1.0, G=101.0, sigma=101.0, eps=2.0, delta=1e-5),
 ]
+# Same, at eps = 1: the prescribed z is 8.14 > 8, so even the condition the proof needs but the
+# statement omits (Mironov et al. 2019 Thm 11, sigma > 4C) holds. Full runs only.
+THM37_CASES.insert(
+    -1, dict(n=50000, batch=1000, steps=150, c1=1.0, c2=1.0, G=101.0, sigma=101.0, eps=1.0, delta=1e-5)
+)
 
 
 def _thm37_units(ctx: Context) -> Outcome:
