@@ -1,24 +1,36 @@
 """Per-sample-gradient step throughput: dptheory's DP-SGD and DiceSGD vs Opacus (script, not a test).
 
-Same logistic-regression model (``nn.Linear(d, 1)``, BCE-with-logits), same float32 data, same
-batches, same clipping threshold and noise multiplier, side by side in one process:
+Same logistic-regression model (``nn.Linear(d, 1)``, BCE-with-logits, written once as a module
+and called through ``functional_call`` on our side), same float32 data, same pre-drawn
+fixed-size batches (no Poisson sampling on either side unless the row says so), same clipping
+threshold C = 1 and noise multiplier z = 1, same thread count, side by side in one process:
 
-* ``opacus``      GradSampleModule + DPOptimizer(SGD) -- hooks-based per-sample gradients;
-* ``dptheory-dpsgd``   :class:`dptheory.optim.DPSGD` (torch.func vmap over grad), given the batch;
-* ``dptheory-dicesgd`` :class:`dptheory.optim.DiceSGD` (same, plus the error-feedback state);
-* ``dptheory-dpsgd+poisson`` the same DPSGD drawing its own Poisson batch each step (the
-  sampling cost included; batch sizes vary around B);
-* ``... compiled``: ``compile=True`` (torch.compile of per-sample grads + clip + sum, dynamic
-  batch size); compilation happens in the untimed warm-up and is cached across batch sizes.
+* ``opacus``             GradSampleModule + DPOptimizer(SGD): hook-based per-sample gradients;
+* ``dptheory-dpsgd``     :class:`dptheory.optim.DPSGD` with its defaults (``kernel='auto'``; the
+  optimizer is told the run length, ``steps=10000``, so it traces its per-sample kernel once in
+  the untimed warm-up: :class:`dptheory.optim.base.TracedKernel`);
+* ``dptheory-dicesgd``   :class:`dptheory.optim.DiceSGD`, same (plus the error-feedback state);
+* ``... vmap``           ``kernel='vmap'``: torch.func ``vmap(grad)`` dispatched at every step
+  (the path every run took before the traced kernel; still used for short runs);
+* ``dptheory-dpsgd+poisson`` DPSGD drawing its own Poisson batch each step (sampling and
+  indexing included, batch sizes vary around B; the Opacus row has no sampling cost, so this
+  ratio is pessimistic for us);
+* ``... compiled`` (``--compile``): ``compile=True`` (torch.compile, inductor); compilation happens
+  in the untimed warm-up and is reported separately.
 
-Reports steps/s, samples/s and the ratio to Opacus (wall time, and process CPU time, which a
-loaded shared machine distorts less) for each batch size, on CPU and, when available, on CUDA.
-Run: ``python benchmarks/bench_optim.py [--dim 100] [--batch-sizes 64,256,1024]``.
+Timing: each implementation gets a warm-up (first call timed separately: tracing/compilation),
+then ``--repeats`` rounds in which every implementation runs ``--steps`` steps in turn
+(interleaved, so that load drifts on a shared machine hit all rows alike). We report the median
+over rounds of wall time per step, steps/s, samples/s, and the ratio to Opacus, plus the same
+ratio in process CPU time (less sensitive to other jobs on the machine).
+
+Run: ``python benchmarks/bench_optim.py [--threads 1] [--dim 100] [--batch-sizes 64,256,1024]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -31,25 +43,6 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _time(step, device, steps: int, repeats: int) -> tuple[float, float]:
-    """Median (wall, process CPU) seconds per step over ``repeats`` runs of ``steps`` steps.
-
-    CPU time is reported too because a shared machine's load inflates wall time unevenly.
-    """
-    for _ in range(5):
-        step()
-    _sync(device)
-    walls, cpus = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            step()
-        _sync(device)
-        walls.append((time.perf_counter() - t0) / steps)
-        cpus.append((time.process_time() - c0) / steps)
-    return statistics.median(walls), statistics.median(cpus)
-
-
 def make_data(n: int, d: int, device, seed: int = 0):
     import torch
 
@@ -60,7 +53,8 @@ def make_data(n: int, d: int, device, seed: int = 0):
     return x.to(device), y.to(device)
 
 
-def bench_opacus(model_fn, x, y, batches, *, c: float, z: float, lr: float, steps: int, repeats: int):
+def make_opacus(model_fn, x, y, batches, *, c: float, z: float, lr: float):
+    """A step closure for Opacus' standard setup (GradSampleModule + DPOptimizer)."""
     import warnings
 
     import torch
@@ -78,7 +72,6 @@ def bench_opacus(model_fn, x, y, batches, *, c: float, z: float, lr: float, step
     )
     crit = torch.nn.BCEWithLogitsLoss()
     it = [0]
-
     pre = [(x.index_select(0, i), y.index_select(0, i)) for i in batches]  # no indexing in the timed loop
 
     def step():
@@ -89,24 +82,11 @@ def bench_opacus(model_fn, x, y, batches, *, c: float, z: float, lr: float, step
         loss.backward()
         opt.step()
 
-    return _time(step, x.device, steps, repeats)
+    return step
 
 
-def bench_ours(
-    cls,
-    model_fn,
-    x,
-    y,
-    batches,
-    *,
-    c: float,
-    z: float,
-    lr: float,
-    steps: int,
-    repeats: int,
-    own_sampling=False,
-    compile=False,
-):
+def make_ours(cls, model_fn, x, y, batches, *, c: float, z: float, lr: float, own_sampling=False, **options):
+    """A step closure for one of our optimizers on the same model, data and batches."""
     import torch
     from torch.func import functional_call
 
@@ -119,10 +99,9 @@ def bench_ours(
         return bce(logit, sample["y"])
 
     b = len(batches[0])
-    q = b / x.shape[0]
-    kw = dict(lr=lr, noise_multiplier=z, sample_rate=q, device=x.device, seed=0)
+    kw = dict(lr=lr, noise_multiplier=z, sample_rate=b / x.shape[0], device=x.device, seed=0, steps=10_000)
     kw.update({"c": c} if cls.__name__ == "DPSGD" else {"c1": c, "c2": c})
-    opt = cls(params, loss_fn, {"x": x, "y": y}, compile=compile, **kw)
+    opt = cls(params, loss_fn, {"x": x, "y": y}, **kw, **options)
     it = [0]
     pre = [{"x": x.index_select(0, i), "y": y.index_select(0, i)} for i in batches]
 
@@ -134,15 +113,31 @@ def bench_ours(
         it[0] += 1
         opt.step(batch)
 
-    if compile:  # the first call compiles: report it, do not time it as a step
+    step.optimizer = opt  # type: ignore[attr-defined]
+    return step
+
+
+def time_interleaved(steps: dict, device, n_steps: int, repeats: int) -> tuple[dict, dict]:
+    """First-call seconds, and median (wall, CPU) seconds per step over interleaved rounds."""
+    first, walls, cpus = {}, {k: [] for k in steps}, {k: [] for k in steps}
+    for name, step in steps.items():
         t0 = time.perf_counter()
-        step()
-        _sync(x.device)
-        COMPILE_SECONDS[f"{cls.__name__} B={b}"] = time.perf_counter() - t0
-    return _time(step, x.device, steps, repeats)
-
-
-COMPILE_SECONDS: dict[str, float] = {}
+        step()  # traces / compiles where the implementation does so
+        _sync(device)
+        first[name] = time.perf_counter() - t0
+        for _ in range(10):
+            step()
+        _sync(device)
+    for _ in range(repeats):
+        for name, step in steps.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(n_steps):
+                step()
+            _sync(device)
+            walls[name].append((time.perf_counter() - t0) / n_steps)
+            cpus[name].append((time.process_time() - c0) / n_steps)
+    med = {k: (statistics.median(walls[k]), statistics.median(cpus[k])) for k in steps}
+    return first, med
 
 
 def run(device_name: str, args) -> list[dict]:
@@ -161,31 +156,41 @@ def run(device_name: str, args) -> list[dict]:
     for b in args.batch_sizes:
         g = torch.Generator(device="cpu").manual_seed(1)
         batches = [torch.randperm(args.n, generator=g)[:b].to(device) for _ in range(16)]
-        common = dict(c=1.0, z=1.0, lr=0.1, steps=args.steps, repeats=args.repeats)
-        res = {}
+        common = dict(c=1.0, z=1.0, lr=0.1)
+        steps = {}
         try:
-            res["opacus"] = bench_opacus(model_fn, x, y, batches, **common)
+            steps["opacus"] = make_opacus(model_fn, x, y, batches, **common)
         except ImportError as exc:
             print(f"opacus unavailable ({exc}); reporting dptheory only", file=sys.stderr)
-        res["dptheory-dpsgd"] = bench_ours(DPSGD, model_fn, x, y, batches, **common)
-        res["dptheory-dicesgd"] = bench_ours(DiceSGD, model_fn, x, y, batches, **common)
-        res["dptheory-dpsgd+poisson"] = bench_ours(
+        steps["dptheory-dpsgd"] = make_ours(DPSGD, model_fn, x, y, batches, **common)
+        steps["dptheory-dicesgd"] = make_ours(DiceSGD, model_fn, x, y, batches, **common)
+        steps["dptheory-dpsgd+poisson"] = make_ours(
             DPSGD, model_fn, x, y, batches, own_sampling=True, **common
         )
+        steps["dptheory-dpsgd vmap"] = make_ours(DPSGD, model_fn, x, y, batches, kernel="vmap", **common)
+        steps["dptheory-dicesgd vmap"] = make_ours(DiceSGD, model_fn, x, y, batches, kernel="vmap", **common)
         if args.compile:
-            res["dptheory-dpsgd compiled"] = bench_ours(
+            steps["dptheory-dpsgd compiled"] = make_ours(
                 DPSGD, model_fn, x, y, batches, compile=True, **common
             )
-            res["dptheory-dicesgd compiled"] = bench_ours(
+            steps["dptheory-dicesgd compiled"] = make_ours(
                 DiceSGD, model_fn, x, y, batches, compile=True, **common
             )
-        for name, (wall, cpu) in res.items():
-            ref = res.get("opacus")
+        first, med = time_interleaved(steps, device, args.steps, args.repeats)
+        ref = med.get("opacus")
+        for name, (wall, cpu) in med.items():
+            opt = getattr(steps[name], "optimizer", None)
             rows.append(
                 {
                     "device": device_name,
                     "batch": b,
                     "impl": name,
+                    "kernel": (
+                        "hooks"
+                        if opt is None
+                        else ",".join(_kernel_mode(v) for v in opt.kernel_info().values())
+                    ),
+                    "first_call_s": first[name],
                     "step_ms": 1e3 * wall,
                     "steps_per_s": 1 / wall,
                     "samples_per_s": b / wall,
@@ -197,6 +202,10 @@ def run(device_name: str, args) -> list[dict]:
     return rows
 
 
+def _kernel_mode(info) -> str:
+    return info if isinstance(info, str) else str(info.get("mode"))
+
+
 def main(argv=None) -> int:
     import torch
 
@@ -204,10 +213,11 @@ def main(argv=None) -> int:
     p.add_argument("--dim", type=int, default=100)
     p.add_argument("--n", type=int, default=20000, help="dataset size")
     p.add_argument("--batch-sizes", default="64,256,1024")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--steps", type=int, default=100, help="steps per timed round")
+    p.add_argument("--repeats", type=int, default=5, help="interleaved timed rounds (median reported)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     p.add_argument("--device", default="all", choices=("all", "cpu", "cuda"))
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument(
         "--compile",
         action=argparse.BooleanOptionalAction,
@@ -230,24 +240,25 @@ def main(argv=None) -> int:
             devices.append("cuda")
         else:
             print("CUDA not available: GPU numbers skipped", file=sys.stderr)
-    print(
+    header = (
         f"torch {torch.__version__}, opacus {ov}, threads {torch.get_num_threads()}, "
-        f"logistic regression d={args.dim} (+bias), N={args.n}, float32, C=1, z=1"
+        f"logistic regression d={args.dim} (+bias), N={args.n}, float32, C=1, z=1, "
+        "fixed pre-drawn batches (no Poisson sampling) unless +poisson"
     )
+    rows = [r for dev in devices for r in run(dev, args)]
+    if args.json:
+        print(json.dumps({"setup": header, "rows": rows}, indent=1))
+        return 0
+    print(header)
     print(
-        f"{'device':6s} {'batch':>5s} {'implementation':24s} {'ms/step':>8s} {'steps/s':>8s} "
-        f"{'samples/s':>10s} {'x Opacus':>8s} {'cpu ms':>7s} {'x Opacus(cpu)':>13s}"
+        f"{'device':6s} {'batch':>5s} {'implementation':26s} {'kernel':>8s} {'ms/step':>8s} {'steps/s':>8s} "
+        f"{'samples/s':>10s} {'x Opacus':>8s} {'cpu ms':>7s} {'x Opacus(cpu)':>13s} {'1st call s':>10s}"
     )
-    for dev in devices:
-        for r in run(dev, args):
-            print(
-                f"{r['device']:6s} {r['batch']:5d} {r['impl']:24s} {r['step_ms']:8.3f} "
-                f"{r['steps_per_s']:8.1f} {r['samples_per_s']:10.0f} {r['speed_vs_opacus']:8.2f} "
-                f"{r['cpu_ms']:7.3f} {r['cpu_speed_vs_opacus']:13.2f}"
-            )
-    if COMPILE_SECONDS:
+    for r in rows:
         print(
-            "first-call (compile) seconds: " + ", ".join(f"{k}: {v:.1f}" for k, v in COMPILE_SECONDS.items())
+            f"{r['device']:6s} {r['batch']:5d} {r['impl']:26s} {r['kernel']:>8s} {r['step_ms']:8.3f} "
+            f"{r['steps_per_s']:8.1f} {r['samples_per_s']:10.0f} {r['speed_vs_opacus']:8.2f} "
+            f"{r['cpu_ms']:7.3f} {r['cpu_speed_vs_opacus']:13.2f} {r['first_call_s']:10.3f}"
         )
     return 0
 

@@ -6,6 +6,11 @@ tensors without the batch dimension. Per-sample gradients come from
 ``vmap(grad(loss_fn), in_dims=(None, 0))``: one batched call per step, no Python loop over
 samples. Every random draw (batch, noise, projection) goes through one ``torch.Generator``
 owned by the optimizer, so a run is a pure function of its seed on CPU.
+
+Speed: on small models torch.func's per-op dispatch, not arithmetic, dominates a step. Long
+runs therefore replay the per-sample kernel (gradients + norms + clip factors + weighted sums)
+as a traced graph of the same aten ops (:class:`TracedKernel`, ``kernel='auto'``); the numbers
+are those of the vmap path (checked when tracing, and in tests/test_optim_fastpath.py).
 """
 
 from __future__ import annotations
@@ -26,6 +31,14 @@ Batch = dict[str, Tensor]
 LossFn = Callable[[Params, Batch], Tensor]
 
 SAMPLINGS = ("poisson", "fixed")
+KERNELS = ("auto", "traced", "vmap")
+
+#: ``kernel='auto'`` traces the per-sample kernel when the run has at least this many steps
+#: (known ``steps``), or after this many kernel calls (``steps=None``). Tracing costs about
+#: 0.1-0.3 s once (~0.6 s for the first trace in a process, which imports sympy); replaying
+#: saves roughly 0.3-0.8 ms per step on small models (break-even measured at 200-350 steps on
+#: the toy problems, benchmarks/README.md), so shorter runs would not repay it.
+AUTO_TRACE_STEPS = 500
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -94,14 +107,29 @@ def clip_factors(norms: Tensor, c: float, *, mode: str = "flat", gamma: float = 
 
 
 def clip_vector(v: Params, c: float) -> Params:
-    """``min(1, C/||v||) v`` on the whole pytree (used for DiceSGD's ``clip(e, C2)``)."""
+    """``min(1, C/||v||) v`` on the whole pytree (used for DiceSGD's ``clip(e, C2)``).
+
+    On CPU the factor is a Python float (reading a CPU scalar costs nothing). On an accelerator
+    it stays a 0-d tensor, ``clamp(C/||v||, max=1)`` (``v = 0`` gives ``C/0 = inf -> 1``), so the
+    step never waits for the device.
+    """
     n = tree_norm(v)
-    f = 1.0 if float(n) <= c else c / float(n)
+    if n.device.type == "cpu":
+        nf = float(n)
+        f: float | Tensor = 1.0 if nf <= c else c / nf
+    else:
+        f = torch.clamp(c / n, max=1.0)
     return {k: t * f for k, t in v.items()}
 
 
 def tree_norm(v: Params) -> Tensor:
-    return torch.sqrt(sum((t.pow(2).sum() for t in v.values()), torch.zeros((), dtype=_dtype(v))))
+    """L2 norm of all tensors of ``v`` flattened together (0-d tensor)."""
+    total = None
+    for t in v.values():
+        s = t.pow(2).sum()
+        total = s if total is None else total + s
+    assert total is not None
+    return total.sqrt()
 
 
 def tree_zeros(v: Params) -> Params:
@@ -128,10 +156,6 @@ def unflatten(flat: Tensor, like: Params) -> Params:
     return out
 
 
-def _dtype(v: Params) -> torch.dtype:
-    return next(iter(v.values())).dtype
-
-
 def to_device(data: Batch, device: torch.device) -> Batch:
     return {k: t.to(device) for k, t in data.items()}
 
@@ -148,6 +172,294 @@ def noise_schedule(noise_multiplier: float | Sequence[float] | np.ndarray, steps
     return z
 
 
+class TracedKernel:
+    """Replay of a torch.func kernel as a flat graph of aten ops, traced once per run.
+
+    Why: ``vmap(grad(loss_fn))`` re-enters torch.func's Python and dispatch layers for every op
+    at every step; on small models that overhead, not arithmetic, dominates (profile in
+    benchmarks/README.md). ``make_fx`` records the aten ops that torch.func emits *below* those
+    layers, so replaying the graph runs the same kernels on the same shapes: the numbers are
+    the eager numbers (checked at trace time, and in tests/test_optim_fastpath.py).
+
+    The batch size is the only symbolic dimension (every other shape is fixed for a run; a
+    different signature falls back to eager), so Poisson batches of any size reuse one graph.
+    Shape guards recorded while tracing are checked once per new batch size; sizes they do not
+    admit (in particular 0 and 1, which tracing specialises) run eagerly. Anything that fails
+    to trace, or a graph whose output differs from eager beyond float rounding on the tracing
+    batch, disables the replay for good: correctness never depends on the fast path.
+
+    Assumes what docs/architecture.md already asks of a loss: a pure function of
+    ``(params, sample)``; Python state read by ``loss_fn`` is frozen at trace time.
+    """
+
+    def __init__(self, fn: Callable[[Params, Batch], Any], *, trace_at: int = 1) -> None:
+        self.fn = fn
+        self.trace_at = int(trace_at)
+        self.calls = 0
+        self.graph: Callable[..., Any] | None = None
+        self.failed: str | None = None
+        self.trace_seconds: float | None = None
+        self._signature: tuple | None = None
+        self._guards: list[Any] = []
+        self._ranges: list[tuple[Any, Any]] = []
+        self._sizes: dict[int, bool] = {}
+        self._out_spec: Any = None
+
+    def info(self) -> dict[str, Any]:
+        state = "traced" if self.graph is not None else ("vmap (trace failed)" if self.failed else "vmap")
+        return {"mode": state, "trace_seconds": self.trace_seconds, "reason": self.failed}
+
+    def __call__(self, params: Params, batch: Batch) -> Any:
+        self.calls += 1
+        b = int(next(iter(batch.values())).shape[0])
+        if self.failed is not None or b < 2:
+            return self.fn(params, batch)
+        if self.graph is None:
+            if self.calls < self.trace_at:
+                return self.fn(params, batch)
+            return self._trace(params, batch)
+        if _signature(params, batch) != self._signature or not self._admits(b):
+            return self.fn(params, batch)
+        try:
+            return self._replay(params, batch)
+        except Exception as exc:  # never observed; if the graph cannot run, eager decides
+            self.graph, self.failed = None, f"replay at batch size {b}: {type(exc).__name__}: {exc}"[:300]
+            return self.fn(params, batch)
+
+    def _replay(self, params: Params, batch: Batch) -> Any:
+        import torch.utils._pytree as pytree
+
+        assert self.graph is not None
+        spec, is_tensor = self._out_spec
+        it = iter(self.graph(*params.values(), *batch.values()))
+        return pytree.tree_unflatten([next(it) if t else None for t in is_tensor], spec)
+
+    def _admits(self, b: int) -> bool:
+        ok = self._sizes.get(b)
+        if ok is None:
+            import sympy
+
+            val = sympy.Integer(b)
+            try:
+                ok = all(lo <= b and (hi is None or b <= hi) for lo, hi in self._ranges)
+                ok = ok and all(bool(g.xreplace({s: val for s in g.free_symbols})) for g in self._guards)
+            except (TypeError, ValueError):  # a guard sympy cannot decide: run this size eagerly
+                ok = False
+            self._sizes[b] = ok
+        return ok
+
+    def _trace(self, params: Params, batch: Batch) -> Any:
+        import time
+
+        t0 = time.perf_counter()
+        reference = self.fn(params, batch)
+        try:
+            graph, spec, env, batch_syms = _make_graph(self.fn, params, batch)
+            self.graph, self._out_spec = graph, spec
+            self._signature = _signature(params, batch)
+            self._guards = [g.expr for g in env.guards]
+            self._ranges = []
+            for s in batch_syms:
+                vr = env.var_to_range.get(s)
+                if vr is not None:
+                    hi = vr.upper
+                    self._ranges.append(
+                        (int(vr.lower), int(hi) if getattr(hi, "is_Integer", False) else None)
+                    )
+            b = int(next(iter(batch.values())).shape[0])
+            if not self._admits(b):
+                raise RuntimeError(f"trace guards do not admit its own batch size {b}")
+            replay = self._replay(params, batch)
+            _check_close(replay, reference)
+        except Exception as exc:  # any failure: stay on the eager path, say why in info()
+            self.graph, self.failed = None, f"{type(exc).__name__}: {exc}"[:300]
+        self.trace_seconds = time.perf_counter() - t0
+        return reference
+
+
+def _signature(params: Params, batch: Batch) -> tuple:
+    """What a traced graph is specialised to: names, dtypes, devices, shapes but the batch size."""
+    return (
+        tuple((k, t.dtype, t.device, tuple(t.shape)) for k, t in params.items()),
+        tuple((k, t.dtype, t.device, tuple(t.shape[1:])) for k, t in batch.items()),
+    )
+
+
+def _make_graph(fn: Callable[[Params, Batch], Any], params: Params, batch: Batch):
+    """``make_fx`` of ``fn`` on fake inputs whose batch dimension alone is symbolic.
+
+    ``duck_shape=False`` keeps the batch size from being unified with an equal-valued model
+    dimension (which would make the graph read the wrong size on other batch sizes).
+    """
+    import torch.utils._pytree as pytree
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    env = ShapeEnv(duck_shape=False)
+    # Real tensors a loss closes over (constants) become graph constants.
+    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+
+    def fake(t: Tensor, batched: bool) -> Tensor:
+        dims = [DimDynamic.DYNAMIC if (batched and i == 0) else DimDynamic.STATIC for i in range(t.dim())]
+        return mode.from_tensor(t, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims))
+
+    pkeys, bkeys = list(params), list(batch)
+    spec: list[Any] = []
+
+    def flat_fn(*flat: Tensor) -> list[Tensor]:
+        p = dict(zip(pkeys, flat[: len(pkeys)], strict=True))
+        bt = dict(zip(bkeys, flat[len(pkeys) :], strict=True))
+        leaves, out_spec = pytree.tree_flatten(fn(p, bt))
+        spec.append((out_spec, [isinstance(v, Tensor) for v in leaves]))
+        return [v for v in leaves if isinstance(v, Tensor)]
+
+    fakes = [fake(t, False) for t in params.values()] + [fake(t, True) for t in batch.values()]
+    batch_syms = [t.shape[0].node.expr for t in fakes[len(pkeys) :]]
+    gm = make_fx(flat_fn, tracing_mode="symbolic")(*fakes)
+    _outer_products_as_mul(gm)
+    _drop_identities(gm)
+    return gm.forward, spec[-1], env, batch_syms
+
+
+def _same_layout(a: Any, b: Any) -> bool:
+    """Same dtype, shape and strides, compared symbol by symbol (no new shape guards)."""
+
+    def key(d: Any) -> Any:
+        return ("sym", d.node.expr) if isinstance(d, torch.SymInt) else ("int", int(d))
+
+    try:
+        return (
+            a.dtype == b.dtype
+            and a.dim() == b.dim()
+            and all(key(x) == key(y) for x, y in zip(a.shape, b.shape, strict=True))
+            and all(key(x) == key(y) for x, y in zip(a.stride(), b.stride(), strict=True))
+        )
+    except Exception:  # unknown metadata: keep the node
+        return False
+
+
+def _drop_identities(gm: Any) -> None:
+    """Remove nodes that return their input unchanged: each costs a dispatch per step.
+
+    * views (``view``, ``expand``, ``permute``, ...) whose output has the input's dtype, shape and
+      strides: the same memory seen the same way, so using the input is the same tensor;
+    * ``x * 1`` and ``x / 1`` (vmap/grad emit these for unit scalars): bit-identical values,
+      dropped only when the result has the input's layout and neither the input nor the result
+      (nor any view of either) is written in place anywhere in the graph, so the aliasing the
+      drop introduces can never be observed.
+    """
+    graph = gm.graph
+    parent: dict[Any, Any] = {}
+
+    def find(n: Any) -> Any:
+        while parent.get(n, n) is not n:
+            n = parent[n]
+        return n
+
+    aten = torch.ops.aten
+    # Views that keep the storage offset: same shape and strides => the very same tensor.
+    plain_views = {
+        aten.view.default,
+        aten._unsafe_view.default,
+        aten.expand.default,
+        aten.permute.default,
+        aten.transpose.int,
+        aten.t.default,
+        aten.alias.default,
+        aten.squeeze.dim,
+        aten.squeeze.dims,
+        aten.squeeze.default,
+        aten.unsqueeze.default,
+    }
+
+    def is_view(n: Any) -> bool:
+        """Output may share the input's memory (schema alias, or ``_unsafe_view``)."""
+        if n.op != "call_function":
+            return False
+        schema = getattr(n.target, "_schema", None)
+        aliases = schema is not None and any(r.alias_info is not None for r in schema.returns)
+        return aliases or n.target is aten._unsafe_view.default
+
+    for n in graph.nodes:
+        if is_view(n) and n.args and isinstance(n.args[0], torch.fx.Node):
+            parent[find(n)] = find(n.args[0])
+    mutated = set()
+    for n in graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op == "call_function" and schema is not None and schema.is_mutable:
+            mutated.update(find(a) for a in n.args if isinstance(a, torch.fx.Node))
+    unit_ops = {aten.mul.Scalar, aten.mul.Tensor, aten.div.Scalar, aten.div.Tensor}
+    changed = False
+    for n in list(graph.nodes):
+        if n.op != "call_function" or not n.args or not isinstance(n.args[0], torch.fx.Node):
+            continue
+        src, out, vin = n.args[0], n.meta.get("val"), n.args[0].meta.get("val")
+        if not isinstance(out, Tensor) or not isinstance(vin, Tensor) or not _same_layout(out, vin):
+            continue
+        if n.target in plain_views:
+            pass
+        elif n.target in unit_ops and len(n.args) == 2 and not n.kwargs:
+            scalar = n.args[1]
+            if isinstance(scalar, bool) or not isinstance(scalar, (int, float)) or scalar != 1:
+                continue
+            if find(src) in mutated or find(n) in mutated:
+                continue
+        else:
+            continue
+        n.replace_all_uses_with(src)
+        graph.erase_node(n)
+        changed = True
+    if changed:
+        graph.lint()
+        gm.recompile()
+
+
+def _outer_products_as_mul(gm: Any) -> None:
+    """Rewrite ``bmm(a, b)`` with contraction length 1 as the broadcast product ``a * b``.
+
+    vmap turns each per-sample outer product (the weight gradient of any linear layer:
+    ``delta_i a_i^T``) into a batched matmul with inner dimension 1, which BLAS runs as B tiny
+    GEMMs. Each output entry is one product either way (no accumulation), so the values are
+    identical; the elementwise kernel is an order of magnitude faster on CPU.
+    """
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not torch.ops.aten.bmm.default:
+            continue
+        a, b = node.args[:2]
+        va, vb = a.meta.get("val"), b.meta.get("val")
+        if va is None or vb is None or not (isinstance(va.shape[-1], int) and va.shape[-1] == 1):
+            continue
+        with gm.graph.inserting_before(node):
+            mul = gm.graph.call_function(torch.ops.aten.mul.Tensor, (a, b))
+        mul.meta = dict(node.meta)
+        node.replace_all_uses_with(mul)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+
+
+def _check_close(got: Any, want: Any) -> None:
+    """Raise unless the replayed outputs equal the eager ones up to float rounding."""
+    import torch.utils._pytree as pytree
+
+    g, w = pytree.tree_leaves(got), pytree.tree_leaves(want)
+    if len(g) != len(w) or any((a is None) != (b is None) for a, b in zip(g, w, strict=True)):
+        raise RuntimeError("traced kernel returned a different structure")
+    g, w = [a for a in g if a is not None], [b for b in w if b is not None]
+    if len(g) != len(w):
+        raise RuntimeError("traced kernel returned a different structure")
+    for a, b in zip(g, w, strict=True):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise RuntimeError("traced kernel returned a different shape or dtype")
+        tol = 1e3 * torch.finfo(b.dtype).eps * (1.0 + float(b.abs().max())) if b.numel() else 0.0
+        if b.numel() and float((a - b).abs().max()) > tol:
+            raise RuntimeError("traced kernel disagrees with eager torch.func")
+
+
 @dataclass
 class StepInfo:
     """What one step did: batch size drawn and the noise actually added (for audits/tests)."""
@@ -162,6 +474,11 @@ class PrivateOptimizer:
     The optimizer owns the dataset so that the *sampling* (Poisson at rate q, as the accountant
     assumes; or fixed-size uniform batches) is part of the algorithm, like line 3 of each paper's
     pseudo-code. ``B`` below is always the expected batch size ``q N`` (docs/architecture.md).
+
+    ``kernel`` chooses how the per-sample kernel runs eagerly: ``vmap`` (torch.func at every
+    step), ``traced`` (replay a graph traced at the first batch of size >= 2) or ``auto``
+    (traced when ``steps >= AUTO_TRACE_STEPS``, or after that many steps when ``steps`` is not
+    given; vmap otherwise, since tracing costs ~0.1-0.6 s once). ``compile=True`` overrides it.
     """
 
     algo: str = "base"
@@ -181,6 +498,7 @@ class PrivateOptimizer:
         sampling: str = "poisson",
         schedule: str | None = None,
         compile: bool = False,
+        kernel: str = "auto",
     ) -> None:
         self.device = resolve_device(device)
         self.params: Params = {k: v.detach().to(self.device).clone() for k, v in params.items()}
@@ -202,6 +520,12 @@ class PrivateOptimizer:
         # torch.compile the per-sample-gradient + clip + sum kernel (dynamic batch size). Same
         # numbers as eager up to float rounding; the first call compiles (tens of seconds).
         self.compile = bool(compile)
+        if kernel not in KERNELS:
+            raise InvalidParameter("--kernel", f"must be one of {KERNELS} (got {kernel!r})")
+        # Eager execution of the same kernel: ``vmap`` dispatches through torch.func at every
+        # step; ``traced`` replays the aten ops torch.func emits (see TracedKernel); ``auto``
+        # traces only runs long enough to repay the one-off tracing cost.
+        self.kernel = kernel
         self._kernels: dict[bool, Callable[..., Any]] = {}
         self.expected_batch_size = self.sample_rate * self.dataset_size
         self.seed = int(seed)
@@ -254,7 +578,8 @@ class PrivateOptimizer:
         """``(sum_i fn(||g_i||) g_i, sum_i g_i if raw)``; an empty Poisson batch sums to zero.
 
         ``fn`` must be the same function of the norms at every call of a given optimizer (the
-        kernel is built, and compiled when asked, once per ``raw``).
+        kernel is built, and compiled or traced, once per ``raw``; a traced or compiled kernel
+        keeps the thresholds ``fn`` read at that time, so they are fixed for the run).
         """
         if b == 0:
             return tree_zeros(self.params), (tree_zeros(self.params) if raw else None)
@@ -270,8 +595,26 @@ class PrivateOptimizer:
 
             if self.compile:
                 kernel = torch.compile(kernel, dynamic=True)
+            elif self.kernel != "vmap":
+                kernel = TracedKernel(kernel, trace_at=self._trace_at())
             self._kernels[raw] = kernel
         return kernel(self.params, batch)
+
+    def _trace_at(self) -> int:
+        """Kernel call at which ``kernel='auto'`` traces (1 = at once): see :data:`AUTO_TRACE_STEPS`."""
+        if self.kernel == "traced":
+            return 1
+        if self.steps is not None:
+            return 1 if self.steps >= AUTO_TRACE_STEPS else 2**62
+        return AUTO_TRACE_STEPS
+
+    def kernel_info(self) -> dict[str, Any]:
+        """How the per-sample kernels run (``vmap``/``traced``/``compiled``) and the tracing cost."""
+        out: dict[str, Any] = {}
+        for raw, k in self._kernels.items():
+            key = "clipped+raw" if raw else "clipped"
+            out[key] = k.info() if isinstance(k, TracedKernel) else ("compiled" if self.compile else "vmap")
+        return out
 
     def mechanism(self) -> dict[str, Any]:  # pragma: no cover - abstract
         """The mechanism this code realises, with PrivacyParams field names (see subclasses)."""
