@@ -299,6 +299,66 @@ def _thm1_proof_prescription(ctx: Context) -> Outcome:
     )
 
 
+def _thm1_audit(ctx: Context) -> Outcome:
+    """accounting.audit's exact lower bound at the proof's noise (schedule sigma^2/k, no projection)."""
+    from accounting.algorithms.base import PrivacyParams
+    from accounting.audit import run_audit
+
+    rows = []
+    for q, K, eps, delta in _thm1_cases(ctx):
+        eta = 1 + 2 * math.log(1 / delta) / eps
+        sigma = math.sqrt(14 * K * K * q * q * eta / eps)
+        n = 100_000
+        res = run_audit(
+            PrivacyParams(
+                algo="d2psgd",
+                noise_multiplier=sigma,
+                delta=delta,
+                sample_rate=q,
+                steps=K,
+                dataset_size=n,
+                batch_size=q * n,
+                schedule="inv-k",
+            ),
+            samples=1,
+            confidence=0.99,
+            seed=ctx.seed,
+        )
+        rows.append(
+            {
+                "q": q,
+                "K": K,
+                "eps": eps,
+                "delta": delta,
+                "proof_sigma": g(sigma),
+                "epsilon_lower": g(res.epsilon_lower),
+                "method": res.method,
+                "reproduce": f"dptheory audit --algo d2psgd --noise-multiplier {g(sigma, 10)} "
+                f"--delta {delta} --sample-rate {q} --steps {K} --dataset-size {n} "
+                f"--batch-size {g(q * n)} --schedule inv-k",
+            }
+        )
+    details = {"cases": rows, "rule": "refuted if a lower bound exceeds the target eps; else no verdict"}
+    bad = [r for r in rows if r["epsilon_lower"] > r["eps"]]
+    if bad:
+        r = bad[0]
+        return Outcome(
+            Verdict.REFUTED,
+            f"at the proof's noise the audit proves eps >= {r['epsilon_lower']} > {r['eps']}",
+            "accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
+            details,
+            reproduce=r["reproduce"],
+        )
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"no refutation: the audit lower bound stays below the target in all {len(rows)} cases "
+        f"(max {max(r['epsilon_lower'] for r in rows)}); soundness rests on the certified check",
+        "accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
+        details,
+        reproduce=rows[0]["reproduce"],
+    )
+
+
 def _thm1_implied_constants(ctx: Context) -> Outcome:
     cal, why = optional_module("accounting.calibration")
     rows = []
@@ -977,6 +1037,7 @@ CLAIMS = [
         checks=(
             Check("proof-prescription", "privacy", _thm1_proof_prescription),
             Check("implied-constants", "privacy", _thm1_implied_constants, deciding=False),
+            Check("audit-at-proof-noise", "privacy", _thm1_audit, deciding=False),
         ),
         notes=(
             "The existential constants are reported as the values the certified accountant implies; the "
