@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from accounting.algorithms.base import _json_float as _jf
+
 __all__ = ["AuditResult"]
-
-
-def _jf(x: Any) -> Any:
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return x
 
 
 @dataclass(frozen=True)

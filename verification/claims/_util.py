@@ -36,3 +36,28 @@ def unavailable(reason: str, method: str) -> Outcome:
 
 def quick_or_full(ctx, quick, full):
     return quick if ctx.quick else full
+
+
+def audit_refutes_or_silent(rows: list[dict], *, what: str, method: str) -> Outcome:
+    """Verdict of an audit checked against a target: ``rows`` carry ``eps`` (the claimed target),
+    ``epsilon_lower`` and ``reproduce``. A lower bound above the target refutes; anything else
+    is inconclusive, since a lower bound below the claim cannot confirm it."""
+    details = {"cases": rows, "rule": "refuted if a lower bound exceeds the target eps; else no verdict"}
+    bad = [r for r in rows if r["epsilon_lower"] > r["eps"]]
+    if bad:
+        r = bad[0]
+        return Outcome(
+            Verdict.REFUTED,
+            f"at {what} the audit proves eps >= {r['epsilon_lower']} > {r['eps']}",
+            method,
+            details,
+            reproduce=r["reproduce"],
+        )
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"no refutation: the audit lower bound stays below the target in all {len(rows)} cases "
+        f"(max {max(r['epsilon_lower'] for r in rows)}); soundness rests on the certified check",
+        method,
+        details,
+        reproduce=rows[0]["reproduce"],
+    )

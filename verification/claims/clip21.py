@@ -14,7 +14,7 @@ import numpy as np
 from verification import properties as P
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import g, optional_module, unavailable
+from verification.claims._util import audit_refutes_or_silent, g, optional_module, unavailable
 
 PAPER = "clip21"
 
@@ -525,25 +525,10 @@ def _cor1_audit(ctx: Context) -> Outcome:
                 f"--delta {delta} --rounds {T} --tau 1",
             }
         )
-    details = {"cases": rows, "rule": "refuted if a lower bound exceeds the target eps; else no verdict"}
-    bad = [r for r in rows if r["epsilon_lower"] > r["eps"]]
-    if bad:
-        r = bad[0]
-        return Outcome(
-            Verdict.REFUTED,
-            f"at the paper's noise the audit proves eps >= {r['epsilon_lower']} > {r['eps']} "
-            f"(T={r['rounds']})",
-            "accounting.audit.run_audit (exact mu-GDP lower bound on a realised worst case)",
-            details,
-            reproduce=r["reproduce"],
-        )
-    return Outcome(
-        Verdict.INCONCLUSIVE,
-        f"no refutation: the audit lower bound stays below the target in all {len(rows)} cases "
-        f"(max {max(r['epsilon_lower'] for r in rows)}); soundness rests on the exact/certified check",
-        "accounting.audit.run_audit (exact mu-GDP lower bound on a realised worst case)",
-        details,
-        reproduce=rows[0]["reproduce"],
+    return audit_refutes_or_silent(
+        rows,
+        what="the paper's noise",
+        method="accounting.audit.run_audit (exact mu-GDP lower bound on a realised worst case)",
     )
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from verification import properties as P
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import g, optional_module
+from verification.claims._util import audit_refutes_or_silent, g, optional_module
 
 PAPER = "d2p2"
 
@@ -338,24 +338,10 @@ def _thm1_audit(ctx: Context) -> Outcome:
                 f"--batch-size {g(q * n)} --schedule inv-k",
             }
         )
-    details = {"cases": rows, "rule": "refuted if a lower bound exceeds the target eps; else no verdict"}
-    bad = [r for r in rows if r["epsilon_lower"] > r["eps"]]
-    if bad:
-        r = bad[0]
-        return Outcome(
-            Verdict.REFUTED,
-            f"at the proof's noise the audit proves eps >= {r['epsilon_lower']} > {r['eps']}",
-            "accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
-            details,
-            reproduce=r["reproduce"],
-        )
-    return Outcome(
-        Verdict.INCONCLUSIVE,
-        f"no refutation: the audit lower bound stays below the target in all {len(rows)} cases "
-        f"(max {max(r['epsilon_lower'] for r in rows)}); soundness rests on the certified check",
-        "accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
-        details,
-        reproduce=rows[0]["reproduce"],
+    return audit_refutes_or_silent(
+        rows,
+        what="the proof's noise",
+        method="accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
     )
 
 
