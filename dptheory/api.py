@@ -186,7 +186,7 @@ def epsilon(
     params = _resolve_auto_c2(
         algorithm,
         params,
-        budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or _default_ratio()),
+        budget=_budget_at_given_noise,
         extra=extra,
     )
     return _with_extra(algorithm.epsilon(params, mode, accountant), extra)
@@ -196,6 +196,11 @@ def _default_ratio() -> float:
     from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO
 
     return DEFAULT_MAX_NOISE_RATIO
+
+
+def _budget_at_given_noise(p: PrivacyParams) -> float:
+    """``--c2 auto`` at a given z: DiceSGD at z must be at least as private as DP-SGD at z / R."""
+    return p.noise_multiplier / (p.max_noise_ratio or _default_ratio())
 
 
 def _calibrate_decreasing(
@@ -385,7 +390,7 @@ def _audit(algorithm, z, delta, options, samples, confidence, seed) -> Any:
         params = _resolve_auto_c2(
             algorithm,
             params,
-            budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or _default_ratio()),
+            budget=_budget_at_given_noise,
             extra=extra,
         )
         resolved, _, _ = algorithm.resolve(params)
