@@ -61,3 +61,10 @@ def audit_refutes_or_silent(rows: list[dict], *, what: str, method: str) -> Outc
         details,
         reproduce=rows[0]["reproduce"],
     )
+
+
+def mean_vs_bound(mean: float, se: float, bound: float) -> Verdict:
+    """Monte-Carlo mean against an upper bound with a 3-standard-error margin either way."""
+    if mean - 3 * se > bound:
+        return Verdict.REFUTED
+    return Verdict.CONFIRMED if mean + 3 * se <= bound else Verdict.INCONCLUSIVE

@@ -18,7 +18,7 @@ import numpy as np
 from verification import properties as P
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import audit_refutes_or_silent, g, optional_module
+from verification.claims._util import audit_refutes_or_silent, g, mean_vs_bound, optional_module
 
 PAPER = "d2p2"
 
@@ -679,11 +679,7 @@ def _thm2_empirical(ctx: Context) -> Outcome:
             cfg["gamma"],
             cfg["sigma_eps"],
         )
-        v = (
-            Verdict.REFUTED
-            if m - 3 * se > rhs
-            else (Verdict.CONFIRMED if m + 3 * se <= rhs else Verdict.INCONCLUSIVE)
-        )
+        v = mean_vs_bound(m, se, rhs)
         verdicts.append(v)
         rows.append(
             {
@@ -789,11 +785,7 @@ def _thm2_project_optimizer(ctx: Context) -> Outcome:
         cfg["gamma"],
         cfg["sigma_eps"],
     )
-    verdict = (
-        Verdict.REFUTED
-        if m - 3 * se > rhs
-        else (Verdict.CONFIRMED if m + 3 * se <= rhs else Verdict.INCONCLUSIVE)
-    )
+    verdict = mean_vs_bound(m, se, rhs)
     return Outcome(
         verdict,
         f"project optimizer (dptheory.optim.d2p2.D2P2SGD, sigma_A=1, fixed-size batches of {batch}): "
