@@ -226,6 +226,7 @@ def calibrate(
     accountant: str = "rdp",
     target: str = "noise_multiplier",
     noise_multiplier: float | None = None,
+    progress: Callable[[float, float], None] | None = None,
     **options: Any,
 ) -> PrivacyReport:
     """Calibrate ALGO to (eps, delta) in the chosen mode.
@@ -234,7 +235,10 @@ def calibrate(
     (Brent on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
     the target). ``target="steps"``: the largest number of steps with eps <= ``eps`` at the given
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
+    ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules
+    take a minute: the CLI shows a progress bar with it).
     """
+    report_progress = progress or (lambda value, epsilon: None)
     from accounting.algorithms.registry import get_algorithm
 
     eps = _check_eps(eps)
@@ -252,7 +256,9 @@ def calibrate(
         p, mode_, label, assumed, warns, fn = algorithm.epsilon_function(params, mode, accountant)
 
         def eps_of(z: float) -> float:
-            return fn(p.with_(noise_multiplier=z)).epsilon
+            e = fn(p.with_(noise_multiplier=z)).epsilon
+            report_progress(z, e)
+            return e
 
         z, info = _calibrate_decreasing(eps_of, eps, "--eps")
         p = p.with_(noise_multiplier=z)
@@ -286,7 +292,9 @@ def calibrate(
 
     def eps_of_steps(t: int) -> float:
         q, _, _ = algorithm.resolve(params.with_(**{field: int(t)}))
-        return fn(q).epsilon
+        e = fn(q).epsilon
+        report_progress(float(t), e)
+        return e
 
     from accounting.calibration import calibrate_steps
 

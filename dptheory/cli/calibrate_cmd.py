@@ -71,16 +71,28 @@ def run(args: argparse.Namespace) -> int:
             print(render_report(result["calibrated"], command="calibrate"))
             print(render_compare(result, command="calibrate"))
         return 0
-    report = api.calibrate(
-        eps=args.eps,
-        delta=args.delta,
-        algo=args.algo,
-        mode=args.mode,
-        accountant=args.accountant,
-        target=args.target,
-        noise_multiplier=args.noise_multiplier,
-        **options,
-    )
+    import sys
+
+    from tqdm import tqdm
+
+    # Shown only on a terminal (disable=None): long schedules take a minute to calibrate.
+    with tqdm(desc="calibrating", unit=" evals", disable=None, leave=False, file=sys.stderr) as bar:
+
+        def progress(value: float, epsilon: float) -> None:
+            bar.set_postfix_str(f"{args.target} {value:.6g} -> eps {epsilon:.6g}", refresh=False)
+            bar.update(1)
+
+        report = api.calibrate(
+            eps=args.eps,
+            delta=args.delta,
+            algo=args.algo,
+            mode=args.mode,
+            accountant=args.accountant,
+            target=args.target,
+            noise_multiplier=args.noise_multiplier,
+            progress=progress,
+            **options,
+        )
     emit_warnings(report.warnings)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, allow_nan=False))

@@ -60,12 +60,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidParameter as exc:
         sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")
         return 2
-    except OSError as exc:
-        # An input or output path that failed after the up-front checks (disk full, a file that
-        # vanished): still one line, never a traceback.
-        where = f" '{exc.filename}'" if exc.filename else ""
-        sys.stderr.write(f"dptheory {args.command}: error: cannot access{where}: {exc.strerror or exc}\n")
-        return 2
     except KeyboardInterrupt:
         sys.stderr.write("dptheory: interrupted\n")
         return 130
@@ -76,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        # An input or output path that failed after the up-front checks (disk full, a file that
+        # vanished): still one line, never a traceback.
+        where = f" '{exc.filename}'" if exc.filename else ""
+        sys.stderr.write(f"dptheory {args.command}: error: cannot access{where}: {exc.strerror or exc}\n")
+        return 2
 
 
 if __name__ == "__main__":
