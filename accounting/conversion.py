@@ -73,7 +73,8 @@ def epsilon_per_order(
             use = fin & (a > _MIN_IMPROVED_ORDER)
             au = a[use]
             eps[use] = r[use] + np.log1p(-1.0 / au) - (math.log(delta) + np.log(au)) / (au - 1.0)
-            kl = fin & (delta**2 + np.expm1(-r) > 0)
+            # RDP bounds KL only at orders >= 1 (D_alpha is non-decreasing in alpha)
+            kl = fin & (a >= 1) & (delta**2 + np.expm1(-r) > 0)
             eps[kl] = 0.0
     return np.maximum(eps, 0.0)
 

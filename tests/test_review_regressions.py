@@ -1,0 +1,25 @@
+"""Regression tests for soundness bugs found in the adversarial review of the privacy numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accounting.conversion import epsilon_per_order
+
+
+def test_kl_fallback_not_applied_below_order_one():
+    """The KL shortcut (eps = 0 once delta >= sqrt(1 - e^-rdp)) needs an order >= 1.
+
+    ``D_alpha`` is non-decreasing in alpha, so below order 1 it is a *lower* bound on KL and the
+    shortcut is unsound there; ``epsilon_per_order`` (public) used to return eps = 0 anyway.
+    Counterexample: N(0,1) vs N(3,1) has D_alpha = 9 alpha / 2, so D_0.01 = 0.045 and
+    sqrt(1 - e^-0.045) = 0.21 < delta = 0.5, yet its exact delta(0) = TV = 2 Phi(1.5) - 1 = 0.866
+    > 0.5: the true epsilon at delta = 0.5 is positive, not 0.
+    """
+    from scipy.stats import norm
+
+    assert 2 * norm.cdf(1.5) - 1 > 0.5  # the mechanism is not (0, 0.5)-DP
+    eps = epsilon_per_order(np.array([0.01]), np.array([0.01 * 9 / 2]), 0.5)
+    assert not eps[0] == 0.0, eps
+    # orders >= 1 keep the KL shortcut (dp-accounting's behaviour)
+    assert epsilon_per_order(np.array([1.0, 2.0]), np.array([1e-12, 1e-12]), 1e-5)[0] == 0.0
