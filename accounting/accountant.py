@@ -212,7 +212,11 @@ class RdpAccountant:
         self._orders = orders
         self.reset()
         self._history = history
-        self._total = total
+        # Never below what the history implies: a stored total within the tolerance but lower
+        # (an edited checkpoint) would otherwise understate epsilon by up to 1e-9 relative.
+        self._total = RdpCurve(
+            orders, np.maximum(total.rdp, recomputed.rdp), total.dropped + recomputed.dropped, total.bounded
+        )
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RdpAccountant:

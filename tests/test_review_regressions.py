@@ -23,3 +23,24 @@ def test_kl_fallback_not_applied_below_order_one():
     assert not eps[0] == 0.0, eps
     # orders >= 1 keep the KL shortcut (dp-accounting's behaviour)
     assert epsilon_per_order(np.array([1.0, 2.0]), np.array([1e-12, 1e-12]), 1e-5)[0] == 0.0
+
+
+def test_checkpoint_total_never_below_its_history() -> None:
+    """An edited checkpoint whose total is lower than its history (within the 1e-9 check)
+    must not lower epsilon."""
+    import copy
+
+    import numpy as np
+
+    from accounting.accountant import RdpAccountant
+
+    acc = RdpAccountant()
+    acc.step(noise_multiplier=1.1, sample_rate=0.01, count=500)
+    honest = acc.get_epsilon(1e-5)
+    state = copy.deepcopy(acc.state_dict())
+    total = state["total"]
+    key = "rdp" if "rdp" in total else next(k for k, v in total.items() if isinstance(v, list) and len(v) > 1)
+    total[key] = [v * (1 - 5e-10) if isinstance(v, float) else v for v in total[key]]
+    restored = RdpAccountant.from_state_dict(state)
+    assert restored.get_epsilon(1e-5) >= honest
+    assert np.isfinite(restored.get_epsilon(1e-5))
