@@ -97,7 +97,10 @@ def _interval_mass(a: np.ndarray, b: np.ndarray, mean: float, s: float) -> np.nd
 def _step_pmf(q: float, z: float, h: float, direction: str) -> LossPmf:
     """Rounded-down loss PMF of one subsampled-Gaussian step (sensitivity 1, noise z)."""
     s = z
-    y_lo = -8.5 * s  # both components: Gaussian tails beyond 8.5 sd are < 1e-16 (dropped)
+    # Outside [y_lo, y_hi] (Gaussian tails beyond 8.5 sd, < 1e-16) the mass is not dropped but
+    # put in the extreme low-loss cell, whose loss is <= 0; there (1 - e^(eps - L))_+ = 0 for
+    # every eps >= 0, so delta(eps) -- the only thing the lower bound reads -- is unaffected.
+    y_lo = -8.5 * s
     y_hi = 1.0 + 8.5 * s
     log1mq = math.log1p(-q) if q < 1 else -math.inf
 
