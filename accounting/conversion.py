@@ -111,7 +111,7 @@ def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -
             "epsilon may improve with a wider --orders grid"
         )
     gaps = dict(curve.bounded)
-    if order in gaps:
+    if order in gaps and best > 0:
         # Grid upper bounds (accounting.rdp, long schedules): the exact epsilon is at least the
         # minimum over orders of (epsilon computed from rdp - gap) -- approximately, gaps are
         # estimates -- so the overstatement is about ``best`` minus that minimum.
