@@ -91,6 +91,14 @@ def build_params(
     if orders is not None:
         fields["orders"] = _parse_orders(orders)
     c2 = fields.get("c2")
+    if "max_noise_ratio" in fields:
+        if not (isinstance(c2, str) and c2.strip().lower() == "auto"):
+            raise InvalidParameter("--max-noise-ratio", "only applies with --c2 auto")
+        ratio = validate.positive("--max-noise-ratio", fields["max_noise_ratio"])
+        if ratio < 1:
+            raise InvalidParameter("--max-noise-ratio", f"must be >= 1 (got {ratio!r})")
+    if isinstance(c2, str) and c2.strip().lower() == "auto" and algo != "dicesgd":
+        raise InvalidParameter("--c2", f"does not apply to --algo {algo}")
     if isinstance(c2, str):
         if c2.strip().lower() != "auto":
             try:
@@ -123,6 +131,39 @@ def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
     if not vals or any(not math.isfinite(o) or o <= 1 for o in vals):
         raise InvalidParameter("--orders", "orders must be finite numbers > 1")
     return tuple(sorted(set(vals)))
+
+
+DEFAULTS = (None, "paper")
+
+
+def _require_explicit_sampling(
+    algorithm: Any, defaults: str | None, options: dict[str, Any], *, steps: bool
+) -> None:
+    """The API never guesses the dataset: without ``defaults="paper"`` the quantities that fix the
+    sample rate and the number of steps must be given (the CLI prints the defaults it assumes and
+    passes ``defaults="paper"``; a trainer calling the API would get a silently wrong z).
+    Opacus makes its users pass the sample rate for the same reason."""
+    if defaults not in DEFAULTS:
+        raise InvalidParameter("defaults", f"must be None or 'paper' (got {defaults!r})")
+    if defaults == "paper":
+        return
+
+    def given(*names: str) -> bool:
+        return all(options.get(n) is not None for n in names)
+
+    hint = "or pass defaults='paper' to use the paper's experiment"
+    if algorithm.name == "clip21sgd2m":
+        if steps and not given("rounds"):
+            raise InvalidParameter("rounds", f"is required in the API (the number of rounds), {hint}")
+        return
+    if not (given("sample_rate") or given("batch_size", "dataset_size")):
+        raise InvalidParameter(
+            "sample_rate", f"is required in the API (or batch_size and dataset_size), {hint}"
+        )
+    if steps and not (
+        given("steps") or given("epochs") or given("schedule_file") or given("schedule_values")
+    ):
+        raise InvalidParameter("steps", f"is required in the API (or epochs), {hint}")
 
 
 def _check_eps(eps: Any) -> float:
@@ -164,9 +205,14 @@ def epsilon(
     algo: str,
     mode: str | None = None,
     accountant: str = "rdp",
+    defaults: str | None = None,
     **options: Any,
 ) -> PrivacyReport:
     """Epsilon of ALGO at ``delta`` for base noise multiplier ``noise_multiplier``.
+
+    ``defaults=None`` (the default) requires the sampling options (``sample_rate`` or
+    ``batch_size`` + ``dataset_size``; ``steps`` or ``epochs``; ``rounds`` for clip21sgd2m);
+    ``defaults="paper"`` fills what is missing from the paper's main experiment, as the CLI does.
 
     ``mode=None`` is the algorithm's default (certified; for DiceSGD without a certified
     accountant, "claimed (not certified)" with a warning). With ``schedule_file`` the per-step
@@ -175,6 +221,7 @@ def epsilon(
     from accounting.algorithms.registry import get_algorithm
 
     algorithm = get_algorithm(algo)
+    _require_explicit_sampling(algorithm, defaults, options, steps=True)
     if noise_multiplier is None:
         if options.get("schedule_file") is None and options.get("schedule_values") is None:
             raise InvalidParameter("--noise-multiplier", "is required (a number > 0)")
@@ -227,6 +274,7 @@ def calibrate(
     target: str = "noise_multiplier",
     noise_multiplier: float | None = None,
     progress: Callable[[float, float], None] | None = None,
+    defaults: str | None = None,
     **options: Any,
 ) -> PrivacyReport:
     """Calibrate ALGO to (eps, delta) in the chosen mode.
@@ -236,7 +284,7 @@ def calibrate(
     the target). ``target="steps"``: the largest number of steps with eps <= ``eps`` at the given
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
     ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules
-    take a minute: the CLI shows a progress bar with it).
+    take a minute: the CLI shows a progress bar with it).  ``defaults`` as in :func:`epsilon`.
     """
     report_progress = progress or (lambda value, epsilon: None)
     from accounting.algorithms.registry import get_algorithm
@@ -245,6 +293,7 @@ def calibrate(
     if target not in TARGETS:
         raise InvalidParameter("--target", f"must be one of {', '.join(TARGETS)} (got {target!r})")
     algorithm = get_algorithm(algo)
+    _require_explicit_sampling(algorithm, defaults, options, steps=target == "noise_multiplier")
     extra: list[str] = []
     if target == "noise_multiplier":
         if noise_multiplier is not None:
@@ -341,6 +390,7 @@ def compare(
     audit_samples: int = 20_000,
     audit_confidence: float = 0.99,
     audit_seed: int = 0,
+    defaults: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Claimed, certified and audit side by side (``--compare``).
@@ -352,6 +402,8 @@ def compare(
     from accounting.algorithms.registry import get_algorithm
 
     algorithm = get_algorithm(algo)
+    _require_explicit_sampling(algorithm, defaults, options, steps=True)
+    options = dict(options, defaults="paper")  # checked once above; the calls below reuse it
     out: dict[str, Any] = {}
     if eps is not None:
         main = calibrate(eps=eps, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
@@ -393,6 +445,7 @@ def _audit(algorithm, z, delta, options, samples, confidence, seed) -> Any:
     except ImportError:
         return "n/a (audit unavailable)"
     try:
+        options = {k: v for k, v in options.items() if k != "defaults"}
         params = build_params(algo=algorithm.name, delta=delta, noise_multiplier=z, **options)
         extra: list[str] = []
         params = _resolve_auto_c2(

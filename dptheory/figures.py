@@ -212,6 +212,7 @@ def epsilon_figure(path: str, *, quick: bool = False, progress: Callable[[str], 
         eps = []
         for t in ts:
             rep = api.epsilon(
+                defaults="paper",
                 noise_multiplier=base,
                 delta=delta,
                 algo="d2psgd",

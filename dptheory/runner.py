@@ -308,6 +308,7 @@ def resolve_noise(s: RunSettings, prob: Any) -> tuple[float, dict[str, Any]]:
             from dptheory import api
 
             rep = api.epsilon(
+                defaults="paper",
                 noise_multiplier=s.noise_multiplier,
                 delta=s.delta,
                 algo=ACCOUNTING_ALGO[s.algo],

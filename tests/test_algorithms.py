@@ -363,9 +363,13 @@ def test_d2p2_claimed_warnings():
     assert any("post-processing" in w for w in r.warnings)
 
 
-def test_unused_options_are_reported():
-    r = get_algorithm("dpsgd").epsilon(_params("dpsgd", tau=3.0), "certified")
-    assert any("--tau" in w for w in r.warnings)
+def test_unused_options_are_errors():
+    with pytest.raises(InvalidParameter) as e:
+        get_algorithm("dpsgd").epsilon(_params("dpsgd", tau=3.0), "certified")
+    assert e.value.option == "--tau"
+    with pytest.raises(InvalidParameter) as e:
+        get_algorithm("d2psgd").epsilon(_params("d2psgd", projection_dim=3), "certified")
+    assert e.value.option == "--projection-dim"
 
 
 def test_sampling_resolution_conflicts():

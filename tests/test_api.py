@@ -35,13 +35,21 @@ def test_lazy_reexports():
 
 
 def test_api_epsilon_matches_algorithm():
-    r = dptheory.epsilon(noise_multiplier=1.1, delta=DELTA, algo="dpsgd", sample_rate=0.01, steps=500)
+    r = dptheory.epsilon(
+        defaults="paper", noise_multiplier=1.1, delta=DELTA, algo="dpsgd", sample_rate=0.01, steps=500
+    )
     ref = get_algorithm("dpsgd").epsilon(
         PrivacyParams(algo="dpsgd", noise_multiplier=1.1, delta=DELTA, sample_rate=0.01, steps=500)
     )
     assert r.epsilon == ref.epsilon and r.order == ref.order
     classic = dptheory.epsilon(
-        noise_multiplier=1.1, delta=DELTA, algo="dpsgd", sample_rate=0.01, steps=500, method="classic"
+        defaults="paper",
+        noise_multiplier=1.1,
+        delta=DELTA,
+        algo="dpsgd",
+        sample_rate=0.01,
+        steps=500,
+        method="classic",
     )
     assert classic.epsilon > r.epsilon
 
@@ -50,16 +58,26 @@ def test_api_epsilon_matches_algorithm():
 @pytest.mark.parametrize("mode", ["claimed", "certified"])
 def test_calibration_is_conservative_and_tight(algo, mode):
     target = 2.0 if algo != "clip21sgd2m" else 8.0
-    r = dptheory.calibrate(eps=target, delta=DELTA, algo=algo, mode=mode, **SMALL[algo])
+    r = dptheory.calibrate(defaults="paper", eps=target, delta=DELTA, algo=algo, mode=mode, **SMALL[algo])
     assert r.epsilon <= target
     assert r.calibration["target"] == "noise_multiplier"
     # Within the documented tolerance: a slightly smaller z misses the target.
     below = dptheory.epsilon(
-        noise_multiplier=r.noise_multiplier * (1 - 1e-5), delta=DELTA, algo=algo, mode=mode, **SMALL[algo]
+        defaults="paper",
+        noise_multiplier=r.noise_multiplier * (1 - 1e-5),
+        delta=DELTA,
+        algo=algo,
+        mode=mode,
+        **SMALL[algo],
     )
     assert below.epsilon > target
     again = dptheory.epsilon(
-        noise_multiplier=r.noise_multiplier, delta=DELTA, algo=algo, mode=mode, **SMALL[algo]
+        defaults="paper",
+        noise_multiplier=r.noise_multiplier,
+        delta=DELTA,
+        algo=algo,
+        mode=mode,
+        **SMALL[algo],
     )
     assert again.epsilon == pytest.approx(r.epsilon, rel=1e-12)
 
@@ -67,7 +85,7 @@ def test_calibration_is_conservative_and_tight(algo, mode):
 def test_calibrate_dicesgd_claimed_matches_theorem37_inversion():
     from accounting.algorithms.dicesgd import theorem37_noise_multiplier
 
-    r = dptheory.calibrate(eps=2.0, delta=DELTA, algo="dicesgd", mode="claimed")
+    r = dptheory.calibrate(defaults="paper", eps=2.0, delta=DELTA, algo="dicesgd", mode="claimed")
     z = theorem37_noise_multiplier(
         eps=2.0, delta=DELTA, steps=150, dataset_size=50_000, batch_size=1000.0, c1=1.0, c2=1.0
     )
@@ -77,26 +95,40 @@ def test_calibrate_dicesgd_claimed_matches_theorem37_inversion():
 
 def test_calibrate_steps():
     r = dptheory.calibrate(
-        eps=2.0, delta=DELTA, algo="dpsgd", target="steps", noise_multiplier=1.0, sample_rate=0.02
+        defaults="paper",
+        eps=2.0,
+        delta=DELTA,
+        algo="dpsgd",
+        target="steps",
+        noise_multiplier=1.0,
+        sample_rate=0.02,
     )
     assert r.epsilon <= 2.0
     over = dptheory.epsilon(
-        noise_multiplier=1.0, delta=DELTA, algo="dpsgd", sample_rate=0.02, steps=r.steps + 1
+        defaults="paper", noise_multiplier=1.0, delta=DELTA, algo="dpsgd", sample_rate=0.02, steps=r.steps + 1
     )
     assert over.epsilon > 2.0
-    r = dptheory.calibrate(eps=3.0, delta=DELTA, algo="clip21sgd2m", target="steps", noise_multiplier=30.0)
+    r = dptheory.calibrate(
+        defaults="paper", eps=3.0, delta=DELTA, algo="clip21sgd2m", target="steps", noise_multiplier=30.0
+    )
     assert r.epsilon <= 3.0 and r.parameters["rounds"] == r.steps
     with pytest.raises(UnreachableTarget):
         dptheory.calibrate(
-            eps=0.01, delta=DELTA, algo="dpsgd", target="steps", noise_multiplier=0.3, sample_rate=1.0
+            defaults="paper",
+            eps=0.01,
+            delta=DELTA,
+            algo="dpsgd",
+            target="steps",
+            noise_multiplier=0.3,
+            sample_rate=1.0,
         )
 
 
 @pytest.mark.slow
 def test_calibrate_pld_dpsgd():
     kw = dict(sample_rate=0.05, steps=20)
-    r = dptheory.calibrate(eps=2.0, delta=DELTA, algo="dpsgd", accountant="pld", **kw)
-    rdp = dptheory.calibrate(eps=2.0, delta=DELTA, algo="dpsgd", **kw)
+    r = dptheory.calibrate(defaults="paper", eps=2.0, delta=DELTA, algo="dpsgd", accountant="pld", **kw)
+    rdp = dptheory.calibrate(defaults="paper", eps=2.0, delta=DELTA, algo="dpsgd", **kw)
     assert r.epsilon <= 2.0 and r.accountant == "pld"
     assert r.noise_multiplier <= rdp.noise_multiplier * 1.001
 
@@ -130,7 +162,7 @@ def test_calibrate_bad_input(kwargs, option):
     args = dict(eps=2.0, delta=DELTA, algo="dpsgd")
     args.update(kwargs)
     with pytest.raises(InvalidParameter) as e:
-        dptheory.calibrate(**args)
+        dptheory.calibrate(defaults="paper", **args)
     assert e.value.option == option
 
 
@@ -148,42 +180,48 @@ def test_epsilon_bad_noise(kwargs, option):
     args = dict(noise_multiplier=1.0, delta=DELTA, algo="dpsgd")
     args.update(kwargs)
     with pytest.raises(InvalidParameter) as e:
-        dptheory.epsilon(**args)
+        dptheory.epsilon(defaults="paper", **args)
     assert e.value.option == option
 
 
 def test_schedule_file(tmp_path):
     f = tmp_path / "sched.txt"
     f.write_text("4\n3\n2\n1\n")
-    r = dptheory.epsilon(delta=DELTA, algo="d2psgd", schedule_file=str(f))
+    r = dptheory.epsilon(defaults="paper", delta=DELTA, algo="d2psgd", schedule_file=str(f))
     assert r.steps == 4 and r.noise_multiplier == 1.0
-    r2 = dptheory.epsilon(noise_multiplier=2.0, delta=DELTA, algo="d2psgd", schedule_file=str(f))
+    r2 = dptheory.epsilon(
+        defaults="paper", noise_multiplier=2.0, delta=DELTA, algo="d2psgd", schedule_file=str(f)
+    )
     assert r2.epsilon < r.epsilon
-    c = dptheory.calibrate(eps=1.0, delta=DELTA, algo="d2psgd", schedule_file=str(f))
+    c = dptheory.calibrate(defaults="paper", eps=1.0, delta=DELTA, algo="d2psgd", schedule_file=str(f))
     assert c.epsilon <= 1.0 and c.steps == 4
     empty = tmp_path / "empty.txt"
     empty.write_text("\n")
     for path in (str(empty), str(tmp_path / "missing.txt")):
         with pytest.raises(InvalidParameter) as e:
-            dptheory.epsilon(delta=DELTA, algo="d2psgd", schedule_file=path)
+            dptheory.epsilon(defaults="paper", delta=DELTA, algo="d2psgd", schedule_file=path)
         assert e.value.option == "--schedule-file"
     bad = tmp_path / "bad.txt"
     bad.write_text("1\nfoo\n")
     with pytest.raises(InvalidParameter) as e:
-        dptheory.epsilon(delta=DELTA, algo="d2psgd", schedule_file=str(bad))
+        dptheory.epsilon(defaults="paper", delta=DELTA, algo="d2psgd", schedule_file=str(bad))
     assert e.value.option == "--schedule-file"
 
 
 def test_unknown_schedule_name():
     with pytest.raises(InvalidParameter) as e:
-        dptheory.epsilon(noise_multiplier=3.0, delta=DELTA, algo="d2p2sgd", schedule="cosine")
+        dptheory.epsilon(
+            defaults="paper", noise_multiplier=3.0, delta=DELTA, algo="d2p2sgd", schedule="cosine"
+        )
     assert e.value.option == "--schedule"
 
 
 def test_c2_auto_calibrate_keeps_noise_within_ratio():
     ratio = 1.5
-    dp = dptheory.calibrate(eps=2.0, delta=DELTA, algo="dpsgd")
-    r = dptheory.calibrate(eps=2.0, delta=DELTA, algo="dicesgd", c2="auto", max_noise_ratio=ratio)
+    dp = dptheory.calibrate(defaults="paper", eps=2.0, delta=DELTA, algo="dpsgd")
+    r = dptheory.calibrate(
+        defaults="paper", eps=2.0, delta=DELTA, algo="dicesgd", c2="auto", max_noise_ratio=ratio
+    )
     assert r.epsilon <= 2.0
     assert r.noise_multiplier <= ratio * dp.noise_multiplier * (1 + 1e-5)
     assert any(a.startswith("--c2 auto") for a in r.defaults_assumed)
@@ -193,8 +231,10 @@ def test_c2_auto_calibrate_keeps_noise_within_ratio():
 
 def test_c2_auto_epsilon():
     z = 3.0
-    r = dptheory.epsilon(noise_multiplier=z, delta=DELTA, algo="dicesgd", c2="auto", max_noise_ratio=1.2)
-    dp = dptheory.epsilon(noise_multiplier=z / 1.2, delta=DELTA, algo="dpsgd")
+    r = dptheory.epsilon(
+        defaults="paper", noise_multiplier=z, delta=DELTA, algo="dicesgd", c2="auto", max_noise_ratio=1.2
+    )
+    dp = dptheory.epsilon(defaults="paper", noise_multiplier=z / 1.2, delta=DELTA, algo="dpsgd")
     assert r.epsilon <= dp.epsilon * (1 + 1e-9)
 
 
@@ -202,12 +242,14 @@ def test_unreachable_calibration_target():
     # DiceSGD certified without a gradient bound: T steps of hidden-state shift; still reachable,
     # so use a steps target that even one step cannot meet instead.
     with pytest.raises(UnreachableTarget) as e:
-        dptheory.calibrate(eps=1e-3, delta=DELTA, algo="clip21sgd2m", target="steps", noise_multiplier=1.0)
+        dptheory.calibrate(
+            defaults="paper", eps=1e-3, delta=DELTA, algo="clip21sgd2m", target="steps", noise_multiplier=1.0
+        )
     assert e.value.option == "--eps"
 
 
 def test_compare_has_three_rows():
-    out = api.compare(eps=2.0, delta=DELTA, algo="dpsgd")
+    out = api.compare(defaults="paper", eps=2.0, delta=DELTA, algo="dpsgd")
     assert out["claimed"].mode == "claimed" and out["certified"].mode == "certified"
     assert out["claimed"].noise_multiplier == out["certified"].noise_multiplier == out["noise_multiplier"]
     assert "audit" in out
@@ -225,9 +267,55 @@ def test_compare_has_three_rows():
 def test_calibration_conservative_property(algo, mode, eps, log_delta, q, t):
     delta = 10.0**log_delta
     kw = {"rounds": t} if algo == "clip21sgd2m" else {"sample_rate": q, "steps": t}
-    r = dptheory.calibrate(eps=eps, delta=delta, algo=algo, mode=mode, **kw)
+    r = dptheory.calibrate(defaults="paper", eps=eps, delta=delta, algo=algo, mode=mode, **kw)
     assert r.epsilon <= eps
     lower = dptheory.epsilon(
-        noise_multiplier=r.noise_multiplier / (1 + 2e-6), delta=delta, algo=algo, mode=mode, **kw
+        defaults="paper",
+        noise_multiplier=r.noise_multiplier / (1 + 2e-6),
+        delta=delta,
+        algo=algo,
+        mode=mode,
+        **kw,
     )
     assert lower.epsilon > eps or r.noise_multiplier <= 1e-12 * 4
+
+
+def test_api_never_assumes_a_dataset():
+    """Without defaults='paper', the quantities that fix q and T must be given (issue: a silent
+    N = 50 000 turned a request for eps = 3 into eps = 6.27 on a 10 000-example dataset)."""
+    with pytest.raises(InvalidParameter, match="sample_rate"):
+        api.calibrate(eps=3, delta=1e-5, algo="dpsgd", batch_size=256, epochs=5)
+    with pytest.raises(InvalidParameter, match="steps"):
+        api.epsilon(noise_multiplier=1.0, delta=1e-5, algo="dpsgd", sample_rate=0.01)
+    with pytest.raises(InvalidParameter, match="rounds"):
+        api.epsilon(noise_multiplier=10.0, delta=1e-5, algo="clip21sgd2m")
+    with pytest.raises(InvalidParameter, match="defaults"):
+        api.epsilon(
+            noise_multiplier=1.0, delta=1e-5, algo="dpsgd", sample_rate=0.01, steps=10, defaults="cifar"
+        )
+    explicit = api.calibrate(eps=3, delta=1e-5, algo="dpsgd", batch_size=256, dataset_size=10_000, epochs=5)
+    over = api.epsilon(
+        noise_multiplier=explicit.noise_multiplier,
+        delta=1e-5,
+        algo="dpsgd",
+        batch_size=256,
+        dataset_size=10_000,
+        epochs=5,
+    )
+    assert over.epsilon <= 3.0
+    assert explicit.sample_rate == pytest.approx(256 / 10_000)
+
+
+def test_options_that_do_not_apply_are_errors():
+    with pytest.raises(InvalidParameter, match="--projection-dim"):
+        api.epsilon(
+            noise_multiplier=1.0, delta=1e-5, algo="dpsgd", sample_rate=0.01, steps=10, projection_dim=5
+        )
+    with pytest.raises(InvalidParameter, match="--max-noise-ratio"):
+        api.epsilon(noise_multiplier=1.0, delta=1e-5, algo="dicesgd", defaults="paper", max_noise_ratio=1.2)
+    with pytest.raises(InvalidParameter, match="--max-noise-ratio"):
+        api.epsilon(
+            noise_multiplier=1.0, delta=1e-5, algo="dicesgd", defaults="paper", c2="auto", max_noise_ratio=0.5
+        )
+    with pytest.raises(InvalidParameter, match="--c2"):
+        api.epsilon(noise_multiplier=1.0, delta=1e-5, algo="dpsgd", defaults="paper", c2="auto")

@@ -200,12 +200,12 @@ def test_dicesgd_claimed_vs_certified_noise():
     from dptheory import api
 
     opts = dict(dataset_size=5000, batch_size=100, steps=30, c1=1.0, c2=1.0)
-    claimed = api.calibrate(eps=2.0, delta=1e-5, algo="dicesgd", mode="claimed", **opts)
+    claimed = api.calibrate(defaults="paper", eps=2.0, delta=1e-5, algo="dicesgd", mode="claimed", **opts)
     r = run_audit(_dice(noise_multiplier=claimed.noise_multiplier), samples=500, confidence=0.99, seed=1)
     assert r.epsilon_claimed == pytest.approx(2.0, rel=1e-5)
     assert r.refutes_claim and r.epsilon_lower > 10 * r.epsilon_claimed
     assert r.epsilon_lower <= r.epsilon_certified
-    certified = api.calibrate(eps=2.0, delta=1e-5, algo="dicesgd", mode="certified", **opts)
+    certified = api.calibrate(defaults="paper", eps=2.0, delta=1e-5, algo="dicesgd", mode="certified", **opts)
     assert certified.noise_multiplier > claimed.noise_multiplier
     r2 = run_audit(_dice(noise_multiplier=certified.noise_multiplier), samples=500, confidence=0.99, seed=1)
     assert r2.epsilon_lower <= 2.0

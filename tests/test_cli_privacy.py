@@ -107,7 +107,7 @@ def test_cli_and_api_agree(capsys):
     )
     assert rc == 0
     cli = json.loads(out)
-    api = dptheory.calibrate(eps=1.5, delta=1e-6, algo="d2psgd", epochs=2, schedule="inv-k")
+    api = dptheory.calibrate(defaults="paper", eps=1.5, delta=1e-6, algo="d2psgd", epochs=2, schedule="inv-k")
     assert cli["noise_multiplier"] == api.noise_multiplier
     assert cli["epsilon"] == api.epsilon
     rc, out, _ = _run(
@@ -128,7 +128,9 @@ def test_cli_and_api_agree(capsys):
         ],
     )
     cli = json.loads(out)
-    api = dptheory.epsilon(noise_multiplier=12, delta=1e-5, algo="clip21sgd2m", rounds=300, mode="claimed")
+    api = dptheory.epsilon(
+        defaults="paper", noise_multiplier=12, delta=1e-5, algo="clip21sgd2m", rounds=300, mode="claimed"
+    )
     assert cli["epsilon"] == api.epsilon
 
 
@@ -218,9 +220,7 @@ def test_empty_schedule_file(capsys, tmp_path):
 
 
 def test_argparse_errors_are_one_line(capsys):
-    with pytest.raises(SystemExit) as e:
-        main(["calibrate", "--eps", "abc", "--delta", "1e-5", "--algo", "dpsgd"])
-    assert e.value.code == 2
+    assert main(["calibrate", "--eps", "abc", "--delta", "1e-5", "--algo", "dpsgd"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
 
@@ -262,8 +262,7 @@ def test_compare_prints_three_rows(capsys):
 
 
 def test_help_documents_defaults(capsys):
-    with pytest.raises(SystemExit):
-        main(["calibrate", "--help"])
+    assert main(["calibrate", "--help"]) == 0
     out = capsys.readouterr().out
     assert "N = 50000" in out and "--schedule" in out and "default" in out
 

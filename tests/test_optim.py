@@ -211,7 +211,7 @@ def _collect_noise(opt, steps):
 
 def _report(**kw):
     api = pytest.importorskip("dptheory.api")
-    return api.epsilon(delta=1e-5, **kw)
+    return api.epsilon(defaults="paper", delta=1e-5, **kw)
 
 
 def test_dpsgd_noise_matches_accountant(quad):
@@ -449,6 +449,13 @@ def test_mechanism_feeds_the_accountant_unchanged(quad, squad):
         if allowed is not None:
             kw = {k: v for k, v in kw.items() if k in allowed}
         mode = "claimed" if m["algo"] == "dicesgd" else None
-        rep = api.epsilon(noise_multiplier=m["noise_multiplier"], delta=1e-5, algo=m["algo"], mode=mode, **kw)
+        rep = api.epsilon(
+            defaults="paper",
+            noise_multiplier=m["noise_multiplier"],
+            delta=1e-5,
+            algo=m["algo"],
+            mode=mode,
+            **kw,
+        )
         assert rep.noise_std == pytest.approx(m["noise_std"], rel=1e-12), m["algo"]
         assert rep.noise_multiplier == pytest.approx(m["noise_multiplier"]), m["algo"]

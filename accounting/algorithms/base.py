@@ -235,7 +235,7 @@ class Algorithm:
     subsampled: bool = True
     #: Whether per-step noise schedules apply (then --schedule-file fixes the number of steps).
     uses_schedule: bool = False
-    #: Options that this algorithm does not use (a warning is emitted when they are given).
+    #: Options that this algorithm does not use (giving one is an error: it would be silently ignored).
     unused_options: tuple[str, ...] = ()
 
     # -- defaults and resolution -----------------------------------------------------------
@@ -276,7 +276,7 @@ class Algorithm:
 
         for name in self.unused_options:
             if getattr(p, name) is not None:
-                warns.append(f"{option_name(name)} is not used by {self.name} and was ignored")
+                raise InvalidParameter(option_name(name), f"does not apply to --algo {self.name}")
 
         if self.subsampled:
             p = self._resolve_sampling(p, d, assumed)

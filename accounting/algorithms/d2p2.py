@@ -125,7 +125,7 @@ class _D2P2Family(Algorithm):
     def _resolve_specific(self, p, d, assumed, warns):
         sched = p.schedule
         if p.schedule_values is not None:
-            if sched is not None:
+            if sched not in (None, "file"):  # "file": already resolved (resolve is idempotent)
                 raise InvalidParameter(
                     "--schedule-file", "give either --schedule or --schedule-file, not both"
                 )
@@ -146,7 +146,9 @@ class _D2P2Family(Algorithm):
         if not self.projected:
             for name in ("projection_dim", "model_dim", "projection", "projection_sigma_max"):
                 if getattr(p, name) is not None:
-                    warns.append(f"{option_name(name)} is not used by {self.name} (no projection)")
+                    raise InvalidParameter(
+                        option_name(name), f"does not apply to --algo {self.name} (it has no projection)"
+                    )
             return p
         d_model = validate.positive_int("--model-dim", self._take(p, "model_dim", d, assumed))
         p_dim = p.projection_dim

@@ -12,13 +12,13 @@ instance are printed; see ``accounting.audit`` and docs/audits.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
 
 def register(sub) -> None:
+    from dptheory.cli.numbers import integer, number
     from dptheory.cli.params import add_privacy_options
 
     p = sub.add_parser(
@@ -32,29 +32,20 @@ def register(sub) -> None:
     )
     add_privacy_options(p)
     g = p.add_argument_group("audit")
-    g.add_argument("--noise-multiplier", type=_number, metavar="Z", help="noise multiplier to audit")
-    g.add_argument(
-        "--eps", type=_number, metavar="E", help="calibrate the noise for this epsilon (in --mode)"
-    )
-    g.add_argument("--delta", type=_number, metavar="D", required=True, help="delta in (0, 1)")
+    g.add_argument("--noise-multiplier", type=number, metavar="Z", help="noise multiplier to audit")
+    g.add_argument("--eps", type=number, metavar="E", help="calibrate the noise for this epsilon (in --mode)")
+    g.add_argument("--delta", type=number, metavar="D", required=True, help="delta in (0, 1)")
     g.add_argument(
         "--samples",
-        type=_number,
+        type=integer,
         default=20_000,
         metavar="M",
         help="Monte Carlo trajectories per neighbour (20000)",
     )
-    g.add_argument("--confidence", type=_number, default=0.99, metavar="C", help="confidence level (0.99)")
-    g.add_argument("--seed", type=_number, default=0, metavar="S", help="random seed (0)")
+    g.add_argument("--confidence", type=number, default=0.99, metavar="C", help="confidence level (0.99)")
+    g.add_argument("--seed", type=integer, default=0, metavar="S", help="random seed (0)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
 
 
 def run(args) -> int:
@@ -77,7 +68,12 @@ def run(args) -> int:
         from dptheory import api
 
         report = api.calibrate(
-            eps=args.eps, delta=args.delta, algo=args.algo, mode=args.mode, **options_from_args(args)
+            eps=args.eps,
+            delta=args.delta,
+            algo=args.algo,
+            mode=args.mode,
+            defaults="paper",
+            **options_from_args(args),
         )
         args.noise_multiplier = report.noise_multiplier
         if getattr(args, "c2", None) == "auto" and "c2" in report.parameters:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from dptheory.cli.params import _number, add_privacy_options
+from dptheory.cli.numbers import number
+from dptheory.cli.params import add_privacy_options
 
 
 def register(sub) -> None:
@@ -21,8 +22,8 @@ def register(sub) -> None:
             "within a relative tolerance of 1e-6 of the exact root (Brent's method on log z)."
         ),
     )
-    p.add_argument("--eps", type=_number, required=True, metavar="E", help="target epsilon (> 0)")
-    p.add_argument("--delta", type=_number, required=True, metavar="D", help="target delta in (0, 1)")
+    p.add_argument("--eps", type=number, required=True, metavar="E", help="target epsilon (> 0)")
+    p.add_argument("--delta", type=number, required=True, metavar="D", help="target delta in (0, 1)")
     p.add_argument(
         "--target",
         choices=("noise_multiplier", "steps"),
@@ -30,7 +31,7 @@ def register(sub) -> None:
         help="what to calibrate (default noise_multiplier; steps needs --noise-multiplier)",
     )
     p.add_argument(
-        "--noise-multiplier", type=_number, metavar="Z", help="fixed base noise multiplier for --target steps"
+        "--noise-multiplier", type=number, metavar="Z", help="fixed base noise multiplier for --target steps"
     )
     add_privacy_options(p)
     p.add_argument("--compare", action="store_true", help="print claimed, certified and audit side by side")
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
             raise UsageError("--compare", "only works with --target noise_multiplier")
         result = api.compare(
+            defaults="paper",
             eps=args.eps,
             delta=args.delta,
             algo=args.algo,
@@ -83,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
 
         report = api.calibrate(
+            defaults="paper",
             eps=args.eps,
             delta=args.delta,
             algo=args.algo,

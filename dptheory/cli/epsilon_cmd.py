@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from dptheory.cli.params import _number, add_privacy_options
+from dptheory.cli.numbers import number
+from dptheory.cli.params import add_privacy_options
 
 
 def register(sub) -> None:
@@ -21,11 +22,11 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--noise-multiplier",
-        type=_number,
+        type=number,
         metavar="Z",
         help="base noise multiplier (> 0); required unless --schedule-file is given (then default 1)",
     )
-    p.add_argument("--delta", type=_number, required=True, metavar="D", help="delta in (0, 1)")
+    p.add_argument("--delta", type=number, required=True, metavar="D", help="delta in (0, 1)")
     add_privacy_options(p)
     p.add_argument("--compare", action="store_true", help="print claimed, certified and audit side by side")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter("--noise-multiplier", "is required (a number > 0)")
     if args.compare:
         result = api.compare(
+            defaults="paper",
             noise_multiplier=1.0 if z is None else z,
             delta=args.delta,
             algo=args.algo,
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             print(render_compare(result, command="epsilon"))
         return 0
     report = api.epsilon(
+        defaults="paper",
         noise_multiplier=z,
         delta=args.delta,
         algo=args.algo,

@@ -5,7 +5,9 @@ Each subcommand lives in its own module exposing ``register(subparsers)`` and
 so that ``dptheory calibrate`` starts fast.
 
 Every bad input ends the same way: one line on stderr naming the option and what is
-allowed, exit status 2, no traceback.
+allowed, exit status 2, no traceback.  Every subcommand takes ``--timeout SECONDS``: work still
+running then stops with one line on stderr and exit status 3 (files are written atomically, so
+nothing half-written is left).
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ class UsageError(InvalidParameter):
     """Bad command-line input that is not a parameter range (e.g. an unreadable file)."""
 
 
+class CommandTimeout(BaseException):
+    """Raised by the ``--timeout`` alarm inside whatever the command is doing (a BaseException,
+    so that handlers which catch Exception to report a crashed check do not swallow it)."""
+
+
+EXIT_TIMEOUT = 3
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus the error on two lines; we want one line and exit 2."""
 
@@ -40,10 +50,41 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
+    from dptheory.cli.numbers import number
+
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"dptheory.cli.{name}_cmd")
         module.register(sub)
+        sub.choices[name].add_argument(
+            "--timeout",
+            type=number,
+            metavar="SECONDS",
+            help="stop cleanly (exit 3, one line on stderr) if the work takes longer (default: no limit)",
+        )
     return parser
+
+
+def _arm_timeout(seconds: float | None) -> None:
+    """SIGALRM after ``seconds`` raises CommandTimeout in the main thread (POSIX)."""
+    if seconds is None:
+        return
+    import signal
+
+    from accounting import validate
+
+    seconds = validate.positive("--timeout", seconds)
+
+    def _expire(signum, frame):  # noqa: ARG001
+        raise CommandTimeout()
+
+    signal.signal(signal.SIGALRM, _expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def _disarm_timeout() -> None:
+    import signal
+
+    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _version() -> str:
@@ -54,9 +95,26 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        parser.print_help()
+        return 0
     try:
-        return int(args.handler(args) or 0)
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed on one line
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        _arm_timeout(getattr(args, "timeout", None))
+        try:
+            return int(args.handler(args) or 0)
+        finally:
+            _disarm_timeout()
+    except CommandTimeout:
+        sys.stderr.write(
+            f"dptheory {args.command}: error: --timeout: stopped after {args.timeout:g} s without a result; "
+            "raise --timeout or ask for less work\n"
+        )
+        return EXIT_TIMEOUT
     except InvalidParameter as exc:
         sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")
         return 2

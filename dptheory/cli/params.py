@@ -1,15 +1,17 @@
 """Options shared by ``dptheory calibrate``, ``dptheory epsilon`` and ``dptheory audit``.
 
 Only argparse is imported at module level (``dptheory --help`` must stay fast and light);
-accounting modules are imported inside the functions. Numbers are parsed leniently here
-(argparse's ``float`` accepts ``nan``) and validated by the accounting layer, which names the
-option in its one-line error.
+accounting modules are imported inside the functions. Numbers are parsed by
+:mod:`dptheory.cli.numbers` (finite, no overflow or underflow) and range-checked by the
+accounting layer, which names the option in its one-line error.
 """
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+from dptheory.cli.numbers import number
 
 ALGO_NAMES = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
 
@@ -54,21 +56,13 @@ defaults (used when an option is not given; each report lists the ones it assume
 """
 
 
-def _number(text: str) -> float:
-    """A float (nan/inf pass through and are rejected, with the option name, downstream)."""
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-
-
 def _c2(text: str) -> float | str:
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number or 'auto' (got {text!r})") from None
+        return number(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'auto')") from None
 
 
 def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool = True) -> None:
@@ -79,15 +73,15 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "--algo", required=True, metavar="ALGO", help=f"algorithm: one of {', '.join(ALGO_NAMES)}"
     )
     g = parser.add_argument_group("sampling and length")
-    g.add_argument("--sample-rate", type=_number, metavar="Q", help="Poisson rate q in (0, 1] (default B/N)")
-    g.add_argument("--batch-size", type=_number, metavar="B", help="expected batch size (default: paper's)")
-    g.add_argument("--dataset-size", type=_number, metavar="N", help="dataset size (default: paper's)")
-    g.add_argument("--steps", type=_number, metavar="T", help="number of steps (default: epochs / q)")
+    g.add_argument("--sample-rate", type=number, metavar="Q", help="Poisson rate q in (0, 1] (default B/N)")
+    g.add_argument("--batch-size", type=number, metavar="B", help="expected batch size (default: paper's)")
+    g.add_argument("--dataset-size", type=number, metavar="N", help="dataset size (default: paper's)")
+    g.add_argument("--steps", type=number, metavar="T", help="number of steps (default: epochs / q)")
     g.add_argument(
-        "--epochs", type=_number, metavar="E", help="epochs; steps = ceil(E / q) (default: paper's)"
+        "--epochs", type=number, metavar="E", help="epochs; steps = ceil(E / q) (default: paper's)"
     )
     g = parser.add_argument_group("DiceSGD / DP-SGD clipping")
-    g.add_argument("--c1", type=_number, metavar="C1", help="clipping threshold of gradients (default 1)")
+    g.add_argument("--c1", type=number, metavar="C1", help="clipping threshold of gradients (default 1)")
     g.add_argument(
         "--c2",
         type=_c2,
@@ -97,12 +91,12 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     )
     g.add_argument(
         "--grad-bound",
-        type=_number,
+        type=number,
         metavar="G",
         help="optional bound on every per-example gradient norm (default: none)",
     )
     g.add_argument(
-        "--max-noise-ratio", type=_number, metavar="R", help="ratio used by --c2 auto (default 1.1)"
+        "--max-noise-ratio", type=number, metavar="R", help="ratio used by --c2 auto (default 1.1)"
     )
     g = parser.add_argument_group("D2P2 family")
     g.add_argument(
@@ -117,12 +111,12 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     )
     g.add_argument(
         "--schedule-rho",
-        type=_number,
+        type=number,
         metavar="RHO",
         help="rho of the exp schedule, sigma_k = sigma rho^(-k/T) (default 2)",
     )
-    g.add_argument("--projection-dim", type=_number, metavar="P", help="projection dim p (default 0.7 d)")
-    g.add_argument("--model-dim", type=_number, metavar="D", help="model dim d (default 37354)")
+    g.add_argument("--projection-dim", type=number, metavar="P", help="projection dim p (default 0.7 d)")
+    g.add_argument("--model-dim", type=number, metavar="D", help="model dim d (default 37354)")
     g.add_argument(
         "--projection",
         choices=("fresh", "fixed"),
@@ -130,15 +124,15 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     )
     g.add_argument(
         "--projection-sigma-max",
-        type=_number,
+        type=number,
         metavar="S",
         help="largest singular value of your fixed A (as used, before the 1/sqrt(p)); exact factor S/sqrt(p) "
         "(default: none, a Gaussian high-probability bound)",
     )
     g = parser.add_argument_group("Clip21-SGD2M (local DP)")
-    g.add_argument("--clients", type=_number, metavar="n", help="number of clients (default 10)")
-    g.add_argument("--tau", type=_number, metavar="TAU", help="message clipping level tau (default 1)")
-    g.add_argument("--rounds", type=_number, metavar="T", help="communication rounds (default 1000)")
+    g.add_argument("--clients", type=number, metavar="n", help="number of clients (default 10)")
+    g.add_argument("--tau", type=number, metavar="TAU", help="message clipping level tau (default 1)")
+    g.add_argument("--rounds", type=number, metavar="T", help="communication rounds (default 1000)")
     g = parser.add_argument_group("accounting")
     if include_mode:
         g.add_argument(

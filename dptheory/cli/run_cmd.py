@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from dptheory.cli.numbers import integer, number
+
 ALGOS = ("dpsgd", "dicesgd", "clipsgd", "clip21sgd", "clip21sgd2m", "d2p2sgd", "d2psgd", "dp2sgd")
 PROBLEMS = ("dicesgd-b1", "clip21-example1", "stochastic-quadratic", "quadratic", "logreg-nonconvex")
 
@@ -32,20 +34,6 @@ sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B 
 """
 
 
-def _num(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-
-
 def register(sub) -> None:
     p = sub.add_parser(
         "run",
@@ -59,37 +47,39 @@ def register(sub) -> None:
     )
     p.add_argument("--algo", required=True, metavar="ALGO", help=f"one of {', '.join(ALGOS)}")
     p.add_argument("--problem", required=True, metavar="PROBLEM", help=f"one of {', '.join(PROBLEMS)}")
-    p.add_argument("--steps", type=_int, metavar="T", help="iterations / rounds (default: per problem)")
-    p.add_argument("--lr", type=_num, metavar="ETA", help="step size (default: per problem)")
+    p.add_argument("--steps", type=integer, metavar="T", help="iterations / rounds (default: per problem)")
+    p.add_argument("--lr", type=number, metavar="ETA", help="step size (default: per problem)")
     p.add_argument(
-        "--sample-rate", type=_num, metavar="Q", help="sampling rate in (0, 1] (default: per problem)"
+        "--sample-rate", type=number, metavar="Q", help="sampling rate in (0, 1] (default: per problem)"
     )
     g = p.add_argument_group("clipping (dpsgd, dicesgd)")
-    g.add_argument("--c1", type=_num, help="clipping threshold C (C1 for dicesgd); sets C of dicesgd-b1")
-    g.add_argument("--c2", type=_num, help="dicesgd feedback clipping threshold C2 (default C1)")
+    g.add_argument("--c1", type=number, help="clipping threshold C (C1 for dicesgd); sets C of dicesgd-b1")
+    g.add_argument("--c2", type=number, help="dicesgd feedback clipping threshold C2 (default C1)")
     g.add_argument(
         "--clip-mode", default="flat", help="flat (min(1, C/||g||) g) or automatic (C g/(||g||+gamma))"
     )
     g = p.add_argument_group("clip family (clipsgd, clip21sgd, clip21sgd2m)")
-    g.add_argument("--tau", type=_num, help="clipping level tau (default 1)")
-    g.add_argument("--beta", type=_num, help="client momentum in (0, 1] (clip21sgd2m, default 0.5)")
-    g.add_argument("--beta-hat", type=_num, help="second momentum in (0, 1] (clip21sgd2m, default 0.5)")
-    g.add_argument("--clients", type=_int, help="number of clients (stochastic-quadratic, logreg-nonconvex)")
+    g.add_argument("--tau", type=number, help="clipping level tau (default 1)")
+    g.add_argument("--beta", type=number, help="client momentum in (0, 1] (clip21sgd2m, default 0.5)")
+    g.add_argument("--beta-hat", type=number, help="second momentum in (0, 1] (clip21sgd2m, default 0.5)")
+    g.add_argument(
+        "--clients", type=integer, help="number of clients (stochastic-quadratic, logreg-nonconvex)"
+    )
     g = p.add_argument_group("D2P2 family (d2p2sgd, d2psgd, dp2sgd)")
-    g.add_argument("--gamma", type=_num, help="normalisation constant in g/(||g||+gamma) (default 0.01)")
-    g.add_argument("--projection-dim", type=_int, metavar="P", help="projection dimension p (default d/2)")
+    g.add_argument("--gamma", type=number, help="normalisation constant in g/(||g||+gamma) (default 0.01)")
+    g.add_argument("--projection-dim", type=integer, metavar="P", help="projection dimension p (default d/2)")
     g.add_argument(
         "--projection", choices=("fresh", "fixed"), help="redraw A every step (fresh) or once (fixed)"
     )
     g.add_argument("--schedule", help="noise schedule: constant, inv-k, inv-sqrt-k, exp")
     g = p.add_argument_group("noise")
     g.add_argument(
-        "--noise-multiplier", type=_num, metavar="Z", help="base noise multiplier (default 0: non-private)"
+        "--noise-multiplier", type=number, metavar="Z", help="base noise multiplier (default 0: non-private)"
     )
-    g.add_argument("--eps", type=_num, metavar="E", help="calibrate z for this epsilon (with --delta)")
+    g.add_argument("--eps", type=number, metavar="E", help="calibrate z for this epsilon (with --delta)")
     g.add_argument(
         "--delta",
-        type=_num,
+        type=number,
         metavar="D",
         help="delta in (0, 1): with --eps calibrates z; with Z > 0 reports epsilon",
     )
@@ -98,11 +88,11 @@ def register(sub) -> None:
     )
     g = p.add_argument_group("problem")
     g.add_argument("--dataset", help="logreg-nonconvex data: synthetic (default) or breast-cancer")
-    g.add_argument("--dim", type=_int, help="dimension d (quadratic, stochastic-quadratic)")
-    g.add_argument("--x0", type=_num, help="starting point of a 1-D problem")
+    g.add_argument("--dim", type=integer, help="dimension d (quadratic, stochastic-quadratic)")
+    g.add_argument("--x0", type=number, help="starting point of a 1-D problem")
     g = p.add_argument_group("execution and output")
-    g.add_argument("--seeds", type=_int, default=1, metavar="K", help="number of seeds (default 1)")
-    g.add_argument("--seed", type=_int, default=0, help="first seed (default 0)")
+    g.add_argument("--seeds", type=integer, default=1, metavar="K", help="number of seeds (default 1)")
+    g.add_argument("--seed", type=integer, default=0, help="first seed (default 0)")
     g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--plot", metavar="PATH", help="write a PNG of the trajectories")

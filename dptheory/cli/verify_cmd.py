@@ -12,6 +12,8 @@ import json
 import sys
 import time
 
+from dptheory.cli.numbers import integer
+
 PAPERS = ("dicesgd", "clip21", "d2p2")
 
 
@@ -46,7 +48,7 @@ def register(sub) -> None:
         "--markdown-table", action="store_true", help="print the Markdown verdict table (for the README)"
     )
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
-    p.add_argument("--seed", type=int, default=0, help="seed for every randomised check (default 0)")
+    p.add_argument("--seed", type=integer, default=0, help="seed for every randomised check (default 0)")
     p.set_defaults(handler=run)
 
 

@@ -33,7 +33,7 @@ def resolve_noise_multiplier(
     try:
         from dptheory import api
 
-        report = api.calibrate(eps=eps, delta=delta, algo=algo, mode=mode, **options)
+        report = api.calibrate(eps=eps, delta=delta, algo=algo, mode=mode, defaults="paper", **options)
     except ImportError as exc:  # an accounting module dptheory.api needs is missing
         raise InvalidParameter("--eps", f"calibration is unavailable in this build ({exc})") from None
     return float(report.noise_multiplier), report

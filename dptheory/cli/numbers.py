@@ -1,0 +1,53 @@
+"""The one parser of numeric command-line values (every subcommand's ``type=``).
+
+argparse's ``float`` accepts ``nan``, ``inf`` and ``1e-400`` (which silently becomes 0.0), and
+``int`` rejects ``1e6``.  These parsers reject, at parse time, anything that is not a finite
+number representable as given: NaN, infinities, and literals that overflow to inf or underflow
+to 0.  argparse then prints ``argument --OPTION: <message>``, one line (``OneLineParser``), exit 2.
+Range checks (``> 0``, ``in (0, 1)``) stay with the accounting layer, which knows each option's
+meaning and names it in the same one-line form.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+__all__ = ["number", "integer"]
+
+# The largest integer option value we accept: steps/rounds/samples are bounded by the documented
+# envelope (T <= 1e9), with headroom; beyond 2**53 floats no longer represent integers exactly.
+_MAX_INT = 2**53
+_NONZERO_DIGIT = re.compile(r"[1-9]")
+
+
+def number(text: str) -> float:
+    """A finite float; NaN, inf and literals that overflow or underflow are errors."""
+    raw = text.strip() if isinstance(text, str) else str(text)
+    try:
+        v = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number (got {text!r})") from None
+    if math.isnan(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
+    if math.isinf(v):
+        if re.search(r"inf", raw, re.IGNORECASE):
+            raise argparse.ArgumentTypeError(f"must be a finite number (got {text!r})")
+        raise argparse.ArgumentTypeError(f"{text!r} overflows double precision (|x| < 1.8e308)")
+    mantissa = re.split(r"[eE]", raw, maxsplit=1)[0]
+    if v == 0.0 and _NONZERO_DIGIT.search(mantissa):
+        raise argparse.ArgumentTypeError(f"{text!r} underflows to 0 in double precision (|x| > 2.2e-308)")
+    if v != 0.0 and abs(v) < 2.2250738585072014e-308:
+        raise argparse.ArgumentTypeError(f"{text!r} is subnormal in double precision (|x| > 2.2e-308)")
+    return v
+
+
+def integer(text: str) -> int:
+    """An integer, also written as ``1e6`` or ``1000.0``; non-integral values are errors."""
+    v = number(text)
+    if v != math.floor(v):
+        raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})")
+    if abs(v) > _MAX_INT:
+        raise argparse.ArgumentTypeError(f"must be at most {_MAX_INT:.3g} in absolute value (got {text!r})")
+    return int(v)
