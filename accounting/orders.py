@@ -28,6 +28,8 @@ DEFAULT_ORDERS: np.ndarray = np.unique(np.concatenate([DP_ACCOUNTING_ORDERS, _EX
 DEFAULT_ORDERS.setflags(write=False)
 
 _MAX_RANGE_LENGTH = 100_000
+#: Largest Renyi order accepted anywhere (integer orders cost O(alpha) terms per step).
+MAX_ORDER = 1_000_000
 
 
 def _number(token: str, text: str) -> float:
@@ -82,7 +84,18 @@ def parse_orders(text: str) -> np.ndarray:
         else:
             values.append(_number(item, text))
     arr = np.unique(np.asarray(values, dtype=float))
-    bad = arr[arr <= 1]
+    return check_orders(arr)
+
+
+def check_orders(orders: object) -> np.ndarray:
+    """Sorted unique orders, each finite, > 1 and <= :data:`MAX_ORDER` (else InvalidParameter)."""
+    try:
+        arr = np.unique(np.asarray(orders, dtype=float).reshape(-1))
+    except (TypeError, ValueError):
+        raise InvalidParameter("--orders", "must be numbers > 1") from None
+    if arr.size == 0:
+        raise InvalidParameter("--orders", "must not be empty")
+    bad = arr[~np.isfinite(arr) | (arr <= 1) | (arr > MAX_ORDER)]
     if bad.size:
-        raise InvalidParameter("--orders", f"orders must be > 1 (got {bad[0]:g})")
+        raise InvalidParameter("--orders", f"orders must be in (1, {MAX_ORDER:g}] (got {bad[0]:g})")
     return arr

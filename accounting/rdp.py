@@ -1447,6 +1447,7 @@ def subsampled_gaussian_rdp(
     orders: np.ndarray,
     *,
     steps: int = 1,
+    counts: np.ndarray | None = None,
     evaluation: str = "auto",
     grid_ratio: float = GRID_RATIO,
     grid_tol: float = GRID_TOL,
@@ -1456,6 +1457,9 @@ def subsampled_gaussian_rdp(
     Scalars with ``steps=T`` describe T identical steps; arrays of shape ``(T,)`` describe one
     step each (then ``steps`` must be 1 or T).  ``q == 1`` is the plain Gaussian mechanism,
     ``alpha / (2 sigma^2)``.  Orders that cannot be evaluated are in ``.dropped``.
+
+    ``counts`` (same shape as the arrays) repeats entry i ``counts[i]`` times: a long schedule in
+    O(distinct values) memory (:func:`accounting.schedules.schedule_blocks`).
 
     ``evaluation``: ``"exact"`` evaluates every distinct step; ``"grid"`` bounds the steps of
     each sample rate from exact values on a geometric sigma grid (neighbours ``grid_ratio``
@@ -1482,8 +1486,15 @@ def subsampled_gaussian_rdp(
             )
         repeat = 1
     pairs = np.stack([q, sig], axis=1)
-    uniq, counts = np.unique(pairs, axis=0, return_counts=True)
-    weights = counts.astype(float) * repeat
+    if counts is None:
+        uniq, n_each = np.unique(pairs, axis=0, return_counts=True)
+        weights = n_each.astype(float) * repeat
+    else:
+        c = np.asarray(counts, dtype=float).reshape(-1)
+        if c.size != q.size or not np.all(np.isfinite(c)) or np.any(c < 1) or np.any(c != np.floor(c)):
+            raise InvalidParameter("--steps", "counts must be integers >= 1, one per step entry")
+        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        weights = np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
     bounded: tuple[tuple[float, float], ...] = ()
     if evaluation == "grid" or (evaluation == "auto" and uniq.shape[0] > AUTO_GRID_THRESHOLD):
         total, reasons, bounded = _grid_total(

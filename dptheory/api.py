@@ -16,7 +16,6 @@ exact root. ``target="steps"`` returns the largest number of steps for a fixed z
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -122,15 +121,9 @@ def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
         from accounting.orders import parse_orders
 
         return tuple(float(o) for o in parse_orders(orders))
-    try:
-        vals = [float(o) for o in orders]
-    except (TypeError, ValueError):
-        raise InvalidParameter(
-            "--orders", "must be a list of numbers > 1 or a string like '1.5,2,4-64'"
-        ) from None
-    if not vals or any(not math.isfinite(o) or o <= 1 for o in vals):
-        raise InvalidParameter("--orders", "orders must be finite numbers > 1")
-    return tuple(sorted(set(vals)))
+    from accounting.orders import check_orders
+
+    return tuple(float(o) for o in check_orders(orders))
 
 
 DEFAULTS = (None, "paper")

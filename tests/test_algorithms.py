@@ -410,6 +410,7 @@ def test_dpsgd_claimed_never_below_certified(q, z, t):
 )
 def test_d2p2_certified_never_below_claimed(q, z, t, p_dim, d_dim, proj, sched):
     alg = get_algorithm("d2p2sgd")
+    p_dim = min(p_dim, d_dim)  # a projection reduces dimension (p > d is refused)
     p = PrivacyParams(
         algo="d2p2sgd",
         noise_multiplier=z,

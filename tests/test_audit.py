@@ -276,6 +276,7 @@ def test_d2p2_fixed_projection_refutes_post_processing_claim():
         batch_size=100,
         steps=60,
         model_dim=300,
+        projection="fixed",
     )
     r = run_audit(p, samples=1, confidence=0.99, seed=0)
     assert r.details["sensitivity_factor"] > 1.5  # sigma_max(A)/sqrt(p) for a Gaussian A
@@ -322,3 +323,57 @@ def test_missing_noise_multiplier():
     with pytest.raises(InvalidParameter) as info:
         run_audit(PrivacyParams(algo="dpsgd", delta=1e-5), samples=10)
     assert info.value.option == "--noise-multiplier"
+
+
+COMPARE_CASES = [
+    ("dpsgd", {}),
+    ("dicesgd", {}),
+    ("dicesgd", {"grad_bound": 1.5}),
+    ("d2psgd", {}),
+    ("dp2sgd", {}),
+    ("dp2sgd", {"projection": "fixed"}),
+    ("d2p2sgd", {}),
+    ("d2p2sgd", {"projection": "fresh"}),
+    ("d2p2sgd", {"projection": "fixed"}),
+    ("d2p2sgd", {"projection": "fixed", "projection_sigma_max": 12.0}),
+    ("d2p2sgd", {"schedule": "inv-k"}),
+    ("clip21sgd2m", {}),
+]
+
+
+@pytest.mark.parametrize("algo,extra", COMPARE_CASES)
+def test_compare_audit_is_of_the_same_mechanism_as_certified(algo, extra):
+    """--compare prints the audit beside the certified number: the audit must lower-bound *that*
+    mechanism (same projection reading), so audit <= certified whenever both exist (issue: a
+    fixed-A audit was shown beside the fresh-A certified number and called a refutation)."""
+    from dptheory import api
+
+    small = {"epochs": 1} if algo != "clip21sgd2m" else {"rounds": 50}
+    if algo.startswith("d2") or algo == "dp2sgd":
+        small.update(dataset_size=6000, batch_size=100)
+    if algo in ("d2p2sgd", "dp2sgd"):
+        small.update(model_dim=400)
+    out = api.compare(
+        delta=1e-5,
+        algo=algo,
+        noise_multiplier=3.0 if algo != "clip21sgd2m" else 60.0,
+        defaults="paper",
+        audit_samples=400,
+        **small,
+        **extra,
+    )
+    audit, cert = out["audit"], out["certified"]
+    assert not isinstance(audit, str), audit
+    if isinstance(cert, str):
+        return
+    inst_cert = audit.epsilon_certified
+    assert inst_cert is not None
+    assert audit.epsilon_lower <= inst_cert * (1 + 1e-9)
+    # A fixed A is audited on one drawn matrix, whose own certified number is shown beside the
+    # general one ("certified (audited instance)"); every other reading must match exactly.
+    if extra.get("projection") == "fixed" and "projection_sigma_max" not in extra:
+        return
+    if abs(inst_cert - cert.epsilon) > 1e-9 * cert.epsilon:
+        raise AssertionError(
+            f"audit's certified {inst_cert} differs from the printed certified {cert.epsilon}"
+        )

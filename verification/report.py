@@ -161,7 +161,11 @@ def check_report_dir(path: str) -> Path:
     """Validate ``--report DIR`` before any work: the parent must exist and be writable."""
     UsageError = ReportDirError  # noqa: N806 - same call shape as the CLI's error
 
+    if not path or not path.strip():
+        raise UsageError("must name a directory (got an empty path)")
     target = Path(path).expanduser().resolve()
+    if target.parent == target:  # '/', or a drive root: the report is renamed into place
+        raise UsageError(f"{path} is a filesystem root; name a directory inside it")
     if target.exists() and not target.is_dir():
         raise UsageError(f"{path} exists and is not a directory")
     parent = target.parent

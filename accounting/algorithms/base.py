@@ -269,10 +269,9 @@ class Algorithm:
             p = p.with_(noise_multiplier=validate.positive("--noise-multiplier", p.noise_multiplier))
         check_choice("--conversion", p.conversion, CONVERSIONS)
         if p.orders is not None:
-            o = np.asarray(p.orders, dtype=float)
-            if o.ndim != 1 or o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1):
-                raise InvalidParameter("--orders", "orders must be finite numbers > 1")
-            p = p.with_(orders=tuple(np.unique(o).tolist()))
+            from accounting.orders import check_orders
+
+            p = p.with_(orders=tuple(check_orders(p.orders).tolist()))
 
         for name in self.unused_options:
             if getattr(p, name) is not None:

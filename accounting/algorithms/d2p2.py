@@ -67,6 +67,7 @@ from accounting.algorithms.base import (
     pld_event_epsilon,
 )
 from accounting.errors import InvalidParameter
+from accounting.schedules import EXACT_STEPS
 
 _EXP = "D2P2 paper Sec. 4 / App. A.9 (FashionMNIST, 4-layer CNN)"
 #: Parameters of the Table 5 CNN on 28x28x1 inputs: convs 1->16->32->32->64 (3x3, with bias),
@@ -77,18 +78,21 @@ FASHIONMNIST_CNN_PARAMS += (64 * 64 + 64) + (64 * 10 + 10)
 PROJECTION_RATIO = 0.7
 
 
-def lemma45_epsilon(sample_rate: float, multipliers: np.ndarray, delta: float) -> tuple[float, float | None]:
+def lemma45_epsilon(
+    sample_rate: float, multipliers: np.ndarray, delta: float, counts: np.ndarray | None = None
+) -> tuple[float, float | None]:
     """The paper's closed-form route (App. A.3): Lemma 5 per step + Lemma 3 composition + Lemma 4.
 
     ``e(eta) <= 7 q^2 eta sum_k 1/z_k^2`` valid for ``eta <= min_k z_k^2 ln(1/q) / 2`` (and q < 1/10);
     ``eps = min_eta e(eta) + ln(1/delta)/(eta - 1)``. Returns ``(inf, None)`` when no order > 1 is
-    in the lemma's range.
+    in the lemma's range.  ``counts`` repeats entry i ``counts[i]`` times (blocked schedules).
     """
     z = np.asarray(multipliers, dtype=float)
+    c = np.ones(z.shape) if counts is None else np.asarray(counts, dtype=float)
     q = float(sample_rate)
     if q >= 1:
         return math.inf, None
-    a = 7.0 * q * q * float(np.sum(1.0 / z**2))
+    a = 7.0 * q * q * float(np.sum(c / z**2))
     eta_max = float(np.min(z) ** 2 * math.log(1.0 / q) / 2.0)
     if eta_max <= 1:
         return math.inf, None
@@ -160,8 +164,9 @@ class _D2P2Family(Algorithm):
             )
         p_dim = validate.positive_int("--projection-dim", p_dim)
         if p_dim > d_model:
-            warns.append(
-                f"--projection-dim {p_dim} exceeds --model-dim {d_model} (projection to a larger space)"
+            raise InvalidParameter(
+                "--projection-dim",
+                f"must be <= --model-dim {d_model} (a projection reduces dimension; got {p_dim})",
             )
         proj = check_choice("--projection", self._take(p, "projection", d, assumed), PROJECTIONS)
         if p.projection_sigma_max is not None:
@@ -180,33 +185,53 @@ class _D2P2Family(Algorithm):
         kw = {} if p.schedule_rho is None else {"rho": p.schedule_rho}
         return np.asarray(noise_multipliers(p.schedule, z, int(p.steps), **kw), dtype=float)
 
+    def multiplier_blocks(self, p: PrivacyParams, rounding: str = "down") -> tuple[np.ndarray, np.ndarray]:
+        """``(values, counts)``: the schedule in O(distinct values) memory; beyond
+        :data:`accounting.schedules.EXACT_STEPS` steps each block's noise is rounded ``down``
+        (for upper bounds) or ``up`` (for lower bounds); see ``schedule_blocks``."""
+        z = float(p.noise_multiplier)
+        if p.schedule == "file":
+            vals = z * np.asarray(p.schedule_values, dtype=float)
+            return vals, np.ones(vals.size, dtype=np.int64)
+        from accounting.schedules import schedule_blocks
+
+        kw = {} if p.schedule_rho is None else {"rho": p.schedule_rho}
+        return schedule_blocks(p.schedule, z, int(p.steps), rounding=rounding, **kw)
+
     def noise_std(self, p: PrivacyParams) -> float | None:
         return float(p.noise_multiplier) / float(p.batch_size)
 
-    def _accountant_fn(self, p: PrivacyParams, accountant: str, z: np.ndarray):
-        """``eps_of(factor, delta) -> EpsilonValue`` for multipliers ``z / factor``."""
+    def _accountant_fn(self, p: PrivacyParams, accountant: str, z: np.ndarray, counts: np.ndarray):
+        """``eps_of(factor, delta) -> EpsilonValue``: multipliers ``z / factor``, each ``counts`` times."""
+        if accountant == "pld" and np.any(counts > 1) and not np.all(z == z[0]):
+            raise InvalidParameter(
+                "--accountant",
+                f"pld takes decaying schedules of at most {EXACT_STEPS} steps "
+                f"(got {int(counts.sum())}); use rdp",
+            )
 
         def eps_of(factor: float, delta: float) -> EpsilonValue:
             zz = z / factor
             if accountant == "pld":
                 from accounting.events import ScheduleEvent
 
-                return pld_event_epsilon(ScheduleEvent(p.sample_rate, tuple(zz.tolist())), delta)
+                steps = tuple(np.repeat(zz, counts).tolist())
+                return pld_event_epsilon(ScheduleEvent(p.sample_rate, steps), delta)
             from accounting.rdp import subsampled_gaussian_rdp
 
-            curve = subsampled_gaussian_rdp(p.sample_rate, zz, orders_of(p))
+            curve = subsampled_gaussian_rdp(p.sample_rate, zz, orders_of(p), counts=counts)
             return curve_epsilon(curve, delta, p.conversion)
 
         return eps_of
 
     def _epsilon_claimed(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
-        z = self.multipliers(p)
-        v = self._accountant_fn(p, accountant, z)(1.0, p.delta)
+        z, counts = self.multiplier_blocks(p)
+        v = self._accountant_fn(p, accountant, z, counts)(1.0, p.delta)
         notes = [
             "claimed: Theorem 1's constant C2 is unspecified; we evaluate the paper's argument "
             "(Abadi et al. accounting of the schedule, projection treated as post-processing) exactly",
         ]
-        lemma_eps, lemma_eta = lemma45_epsilon(p.sample_rate, z, p.delta)
+        lemma_eps, lemma_eta = lemma45_epsilon(p.sample_rate, z, p.delta, counts)
         if math.isfinite(lemma_eps):
             notes.append(
                 f"the paper's Lemma 4/5 closed form would give eps = {lemma_eps:.6g} (order {lemma_eta:.4g})"
@@ -224,8 +249,8 @@ class _D2P2Family(Algorithm):
         return EpsilonValue(v.epsilon, v.order, tuple(notes), tuple(warns))
 
     def _epsilon_certified(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
-        z = self.multipliers(p)
-        eps_of = self._accountant_fn(p, accountant, z)
+        z, counts = self.multiplier_blocks(p)
+        eps_of = self._accountant_fn(p, accountant, z, counts)
         if not self.projected:
             v = eps_of(1.0, p.delta)
             return EpsilonValue(

@@ -67,3 +67,37 @@ def projection_factor(d: int, p: int, seed: int) -> tuple[float, float | None, s
     s = math.sqrt((norm2 + rest) / p)
     how = f"Gaussian A ({d}x{p}) from the seed; u = its normalised first column (A^T u sampled exactly)"
     return s, None, how
+
+
+def fresh_projection_epsilon_lower(
+    sample_rate: float, multipliers: np.ndarray, counts: np.ndarray, delta: float, p: int
+) -> tuple[float, float, float]:
+    """Lower bound on epsilon(delta) of D2P2-SGD with a fresh public Gaussian A_k every step.
+
+    Given the draws, step k is the 1-D subsampled Gaussian with sensitivity
+    ``s_k = ||A_k^T u|| / sqrt(p)`` (project the release on ``A_k^T u``: post-processing), and
+    ``p s_k^2 ~ chi^2_p`` independently.  A larger sensitivity is never more private (the map
+    ``y -> (c/s) y + N(0, z^2 (1 - c^2/s^2))`` turns the s-mechanism into the c-mechanism for
+    c <= s, for both neighbours), so on the event G = {every s_k >= c} the conditional
+    hockey-stick divergence is at least delta_c(eps) of the constant-c instance.  With A public,
+    the mechanism's delta(eps) is the average over the draws, hence
+    ``delta(eps) >= P(G) delta_c(eps)`` with ``P(G) = P(chi^2_p >= p c^2)^T`` exactly, and
+    ``eps_lower = sup{eps : delta_c(eps) > delta / P(G)}``.  c is chosen on a grid of quantiles
+    (any c is valid; the largest bound is kept).  Returns ``(eps_lower, c, log P(G))``.
+    """
+    from scipy import stats
+
+    from accounting.audit.dpsgd import subsampled_instance_epsilon_lower
+
+    t = int(np.sum(counts))
+    best = (0.0, 0.0, 0.0)
+    for tail in (0.5, 0.1, 0.02, 1e-3, 1e-5, 1e-8):  # per-step P(s_k < c)
+        c = math.sqrt(float(stats.chi2.isf(1.0 - tail / max(t, 1), p)) / p)
+        log_pg = t * float(stats.chi2.logsf(p * c * c, p))
+        target = delta / math.exp(log_pg) if log_pg > math.log(delta) else 1.0
+        if not target < 1.0:
+            continue
+        eps = subsampled_instance_epsilon_lower(sample_rate, multipliers, target, factor=c, counts=counts)
+        if eps > best[0]:
+            best = (eps, c, log_pg)
+    return best

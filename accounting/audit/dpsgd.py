@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from accounting.audit.pld import subsampled_gaussian_epsilon_lower
+from accounting.audit.sum_test import sum_test_epsilon_lower
 
-__all__ = ["subsampled_instance_epsilon_lower", "PLD_METHOD"]
+__all__ = ["PLD_MAX_STEPS", "PLD_METHOD", "subsampled_instance_epsilon_lower"]
 
 PLD_METHOD = (
     "exact privacy-loss distribution of the instance, discretised by rounding losses down "
@@ -22,9 +23,33 @@ PLD_METHOD = (
 )
 
 
+#: The exact PLD is composed over at most this many steps (about 3 s); beyond, see below.
+PLD_MAX_STEPS = 200_000
+
+
 def subsampled_instance_epsilon_lower(
-    sample_rate: float, multipliers: np.ndarray, delta: float, *, factor: float = 1.0
+    sample_rate: float,
+    multipliers: np.ndarray,
+    delta: float,
+    *,
+    factor: float = 1.0,
+    counts: np.ndarray | None = None,
 ) -> float:
-    """epsilon(delta) lower bound of steps with multipliers ``z_k`` and sensitivity ``factor``."""
-    z = np.asarray(multipliers, dtype=float) / float(factor)
-    return subsampled_gaussian_epsilon_lower(sample_rate, z, delta)
+    """epsilon(delta) lower bound of steps with multipliers ``z_k`` and sensitivity ``factor``.
+
+    ``counts`` repeats entry k ``counts[k]`` times (long schedules in O(distinct) memory).
+    Beyond :data:`PLD_MAX_STEPS` steps the PLD is composed over the ``PLD_MAX_STEPS`` noisiest-
+    for-privacy steps only (smallest z): ignoring the other releases is post-processing, so the
+    result is still a lower bound.  A constant schedule also gets the sum test over all T steps
+    (:mod:`accounting.audit.sum_test`, O(sqrt(T))); the larger of the two is returned.
+    """
+    z = np.atleast_1d(np.asarray(multipliers, dtype=float)) / float(factor)
+    c = np.ones(z.size, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    total = int(c.sum())
+    order = np.argsort(z, kind="stable")
+    z, c = z[order], c[order]
+    keep = np.minimum(c, np.maximum(0, PLD_MAX_STEPS - (np.cumsum(c) - c)))
+    pld = subsampled_gaussian_epsilon_lower(sample_rate, np.repeat(z, keep), delta)
+    if total > PLD_MAX_STEPS and np.all(z == z[0]):
+        return max(pld, sum_test_epsilon_lower(sample_rate, float(z[0]), total, delta))
+    return pld

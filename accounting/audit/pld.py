@@ -115,9 +115,13 @@ def _step_pmf(q: float, z: float, h: float, direction: str) -> LossPmf:
         # y with loss(y) = l  (for l > log(1-q))
         if q >= 1:
             return s * s * l + 0.5
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             x = np.expm1(l) + q  # e^l - (1 - q)
-            return np.where(x > 0, s * s * np.log(np.maximum(x, 1e-300) / q) + 0.5, -np.inf)
+            small = np.where(x > 0, np.log(np.maximum(x, 1e-300)), -np.inf)
+            # for large l, log(e^l - (1 - q)) = l + log1p(-(1 - q) e^-l), without overflow
+            big = l + np.log1p(-(1.0 - q) * np.exp(-np.maximum(l, 1.0)))
+            logx = np.where(l > 1.0, big, small)
+            return np.where(np.isfinite(logx), s * s * (logx - math.log(q)) + 0.5, -np.inf)
 
     l_min = float(loss(np.array(y_lo)))
     l_max = float(loss(np.array(y_hi)))
@@ -142,6 +146,20 @@ def _step_pmf(q: float, z: float, h: float, direction: str) -> LossPmf:
     mass = _interval_mass(ya, yb, 0.0, s)
     pmf = mass[::-1]
     return LossPmf(-(k_hi + 1), pmf, h).trimmed()
+
+
+#: Most cells of one step's loss PMF (the grid h is coarsened to respect it; still a lower bound).
+_MAX_STEP_CELLS = 200_000
+
+
+def _loss_span(q: float, z: float) -> float:
+    """Width of the loss range that :func:`_step_pmf` discretises (y within 8.5 sd)."""
+    t_lo = (2.0 * (-8.5 * z) - 1.0) / (2.0 * z * z)
+    t_hi = (2.0 * (1.0 + 8.5 * z) - 1.0) / (2.0 * z * z)
+    if q >= 1:
+        return t_hi - t_lo
+    log1mq, lq = math.log1p(-q), math.log(q)
+    return float(np.logaddexp(log1mq, lq + t_hi) - np.logaddexp(log1mq, lq + t_lo))
 
 
 def _groups(sample_rates: np.ndarray, noise: np.ndarray, ratio: float) -> list[tuple[float, float, int]]:
@@ -187,6 +205,9 @@ def subsampled_gaussian_epsilon_lower(
         groups = _groups(q, z, ratio)
     else:
         groups = [(float(q[0]), float(z[0]), z.size)]
+    # A coarser grid is still a lower bound (losses are rounded down); cap the per-step support.
+    span = max(_loss_span(gq, gz) for gq, gz, _ in groups)
+    h = max(h, span / _MAX_STEP_CELLS)
     best = 0.0
     for direction in ("add", "remove"):
         pmf = _composed(groups, h, direction)

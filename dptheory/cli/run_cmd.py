@@ -11,6 +11,14 @@ from dptheory.cli.numbers import integer, number
 
 ALGOS = ("dpsgd", "dicesgd", "clipsgd", "clip21sgd", "clip21sgd2m", "d2p2sgd", "d2psgd", "dp2sgd")
 PROBLEMS = ("dicesgd-b1", "clip21-example1", "stochastic-quadratic", "quadratic", "logreg-nonconvex")
+#: Problem options each problem takes (an option given to another problem is an error).
+PROBLEM_OPTIONS = {
+    "dicesgd-b1": {"x0"},
+    "clip21-example1": {"x0"},
+    "stochastic-quadratic": {"d", "clients"},
+    "quadratic": {"d"},
+    "logreg-nonconvex": {"dataset", "clients", "d"},
+}
 
 EPILOG = """\
 noise:
@@ -112,15 +120,21 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         runner.check_plot_path(args.plot)
     popts = {"clients": args.clients, "dataset": args.dataset, "d": args.dim, "x0": args.x0}
+    for opt, key in (("--clients", "clients"), ("--dataset", "dataset"), ("--dim", "d"), ("--x0", "x0")):
+        if popts[key] is not None and key not in PROBLEM_OPTIONS[args.problem]:
+            raise InvalidParameter(opt, f"does not apply to --problem {args.problem}")
     for opt, v in (("--clients", args.clients), ("--dim", args.dim)):
         if v is not None and v < 1:
             raise InvalidParameter(opt, f"must be an integer >= 1 (got {v})")
+    if args.dim is not None and args.dim > runner.MAX_DIM:
+        raise InvalidParameter(
+            "--dim", f"must be at most {runner.MAX_DIM} for a toy problem (got {args.dim})"
+        )
+    if args.clients is not None and args.clients > runner.MAX_DIM:
+        raise InvalidParameter("--clients", f"must be at most {runner.MAX_DIM} (got {args.clients})")
     if args.x0 is not None:
         runner._finite("--x0", args.x0)
-    result = runner.run(
-        args.algo,
-        args.problem,
-        problem_options=popts,
+    options = dict(
         steps=args.steps,
         lr=args.lr,
         sample_rate=args.sample_rate,
@@ -142,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         mode=args.mode,
     )
+    runner.check_options(args.algo, **options)  # before torch is imported
+    result = runner.run(args.algo, args.problem, problem_options=popts, **options)
     if args.plot:
         runner.plot_result(result, args.plot)
     if args.json:

@@ -58,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
     from verification.engine import run_claims, select
 
     if args.list:
+        if args.json:
+            rows = [{"id": c.id, "paper": c.paper, "location": c.location} for c in registry.CLAIMS.values()]
+            json.dump(rows, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return 0
         for c in registry.CLAIMS.values():
             sys.stdout.write(f"{c.id}\t{c.location}\n")
         return 0
@@ -73,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError("--paper", f"unknown paper {exc.args[0]!r} (allowed: {', '.join(PAPERS)})") from None
     target = None
-    if args.report:
+    if args.report is not None:
         from verification.report import ReportDirError, check_report_dir
 
         try:

@@ -625,7 +625,10 @@ class PrivateOptimizer:
         raise NotImplementedError
 
     def _noise_fields(self) -> dict[str, Any]:
-        """Noise part of ``mechanism()``: base multiplier, schedule name, per-step values."""
+        """Noise part of ``mechanism()``: base multiplier, schedule name, per-step values
+        (a constant schedule is left implicit: accountants without schedules refuse the option)."""
+        if self.schedule == "constant" and self.z.size == 1:
+            return {"noise_multiplier": float(self.z[0])}
         return {
             "noise_multiplier": float(self.z[0]),
             "schedule": self.schedule,

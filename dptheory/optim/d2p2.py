@@ -125,6 +125,11 @@ class D2P2SGD(PrivateOptimizer):
         return StepInfo(b, eps)
 
     def mechanism(self) -> dict[str, Any]:
+        projection = (
+            {}  # D2P-SGD has no projection: its accountant refuses projection options
+            if self.projection == "none"
+            else {"projection_dim": self.p, "model_dim": self.model_dim, "projection": self.projection}
+        )
         return {
             "algo": self.algo,
             **self._noise_fields(),
@@ -132,9 +137,7 @@ class D2P2SGD(PrivateOptimizer):
             "steps": self.steps,
             "dataset_size": self.dataset_size,
             "batch_size": self.expected_batch_size,
-            "projection_dim": self.p,
-            "model_dim": self.model_dim,
-            "projection": self.projection,
+            **projection,
             "noise_std": self.noise_std(0),
             "noise_on": "averaged normalised gradient (sensitivity 1/B), projected coordinates when p is set",
         }

@@ -1,0 +1,417 @@
+"""Fuzz the command line: hypothesis builds argument lists (malformed, conflicting, extreme) for
+every subcommand and each run must keep the contract of ``dptheory.cli.main``:
+
+* exit 0 with output on stdout (valid JSON with ``--json``), or
+* exit 2 with exactly one non-warning line on stderr that names an option, or
+* exit 3 with the ``--timeout`` line;
+* never a traceback, never a hang (the harness kills a run after ``HANG_S``), never more memory
+  than ``MEMORY_LIMIT`` (an allocation of length T at T = 1e9 would trip it).
+
+Each command runs in a child forked from a fresh ``forkserver`` process (fast: the accounting
+modules are preloaded; isolated: a crash, a hang or an out-of-memory kills only the child).
+The short profile runs in CI; ``-m slow`` runs the long one.  ``DPTHEORY_FUZZ_EXAMPLES=N``
+overrides the number of commands.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+HANG_S = 40.0
+TIMEOUT_S = "4"
+MEMORY_LIMIT = 6 << 30
+
+_CTX = None
+
+
+def _ctx():
+    global _CTX
+    if _CTX is None:
+        _CTX = mp.get_context("forkserver")
+        _CTX.set_forkserver_preload(["dptheory.cli.main", "dptheory.api", "accounting.algorithms.registry"])
+    return _CTX
+
+
+def _child(argv: list[str], out_path: str, err_path: str) -> None:  # runs in the forked child
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    out_fd = os.open(out_path, os.O_WRONLY | os.O_TRUNC)
+    err_fd = os.open(err_path, os.O_WRONLY | os.O_TRUNC)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    rc = 0
+    try:
+        from dptheory.cli.main import main
+
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - exactly what the contract forbids: record it
+        import traceback
+
+        traceback.print_exc()
+        rc = 99
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(int(rc) & 0xFF)
+
+
+def run_cli(argv: list[str], *, hang_s: float = HANG_S) -> tuple[int | None, str, str, float]:
+    """(exit code or None on a hang, stdout, stderr, seconds)."""
+    with tempfile.TemporaryDirectory() as d:
+        out_p, err_p = os.path.join(d, "out"), os.path.join(d, "err")
+        Path(out_p).touch()
+        Path(err_p).touch()
+        proc = _ctx().Process(target=_child, args=(argv, out_p, err_p))
+        t0 = time.monotonic()
+        proc.start()
+        proc.join(hang_s)
+        rc: int | None = proc.exitcode
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+            rc = None
+        elapsed = time.monotonic() - t0
+        return rc, Path(out_p).read_text(errors="replace"), Path(err_p).read_text(errors="replace"), elapsed
+
+
+_NAMES_OPTION = re.compile(
+    r"--[a-z][a-z0-9-]*|argument |COMMAND|invalid choice|\b(rounds|steps|sample_rate)\b"
+)
+
+
+def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
+    where = f"dptheory {' '.join(argv)}\nrc={rc}\nstderr:\n{err[-3000:]}\nstdout:\n{out[-500:]}"
+    assert rc is not None, "HANG: " + where
+    assert "Traceback" not in err, "TRACEBACK: " + where
+    assert rc in (0, 2, 3), "EXIT CODE: " + where
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    if rc == 0:
+        if "--help" in argv:
+            return
+        assert out.strip(), "NO OUTPUT: " + where
+        if "--json" in argv:
+            json.loads(out)
+    elif rc == 2:
+        # a progress bar may leave carriage-return fragments; the error is the last line
+        errs = [ln for ln in lines if "error:" in ln]
+        assert len(errs) == 1, "NOT ONE ERROR LINE: " + where
+        assert _NAMES_OPTION.search(errs[0]), "NAMES NO OPTION: " + where
+    else:
+        assert any("--timeout" in ln for ln in lines), "EXIT 3 WITHOUT THE TIMEOUT LINE: " + where
+
+
+# ----------------------------------------------------------------------------------------------
+# Strategies
+# ----------------------------------------------------------------------------------------------
+
+MALFORMED = ["nan", "NaN", "inf", "-inf", "1e400", "-1e400", "1e-400", "abc", "", "1,5", "0x10", "1e", "--"]
+NUMBERS = [
+    "0",
+    "-0",
+    "-1",
+    "1",
+    "0.5",
+    "2",
+    "3.7",
+    "100",
+    "1e-9",
+    "1e-6",
+    "1e-3",
+    "0.999",
+    "1e4",
+    "1e6",
+    "1e9",
+]
+EXTREME = ["1e-300", "1e300", "1e-100", "2e-308", "1000000000", "4294967297"]
+ALGOS = ["dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m"]
+
+
+def num() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(NUMBERS), st.sampled_from(EXTREME), st.sampled_from(MALFORMED))
+
+
+def _files() -> dict[str, str]:
+    d = Path(tempfile.mkdtemp(prefix="dptheory-fuzz-"))
+    (d / "good.txt").write_text("1.0\n0.8\n# comment\n0.5\n")
+    (d / "bom.txt").write_bytes(b"\xef\xbb\xbf1.0\n2.0\n")
+    (d / "empty.txt").write_text("")
+    (d / "bad.txt").write_text("1.0\nnan\n")
+    (d / "neg.txt").write_text("1.0\n-2\n")
+    (d / "binary.bin").write_bytes(bytes(range(256)))
+    (d / "dir").mkdir()
+    fifo = d / "fifo"
+    try:
+        os.mkfifo(fifo)
+    except (OSError, AttributeError):
+        fifo = d / "empty.txt"
+    return {
+        "good": str(d / "good.txt"),
+        "bom": str(d / "bom.txt"),
+        "empty": str(d / "empty.txt"),
+        "bad": str(d / "bad.txt"),
+        "neg": str(d / "neg.txt"),
+        "binary": str(d / "binary.bin"),
+        "dir": str(d / "dir"),
+        "fifo": str(fifo),
+        "missing": str(d / "missing.txt"),
+        "stdin": "-",
+        "root": "/",
+        "outdir": str(d / "out"),
+        "proc": "/proc/version",
+    }
+
+
+FILES = _files()
+
+PRIVACY_OPTIONS: dict[str, st.SearchStrategy[list[str]]] = {
+    "--sample-rate": num().map(lambda v: ["--sample-rate", v]),
+    "--batch-size": num().map(lambda v: ["--batch-size", v]),
+    "--dataset-size": num().map(lambda v: ["--dataset-size", v]),
+    "--steps": num().map(lambda v: ["--steps", v]),
+    "--epochs": num().map(lambda v: ["--epochs", v]),
+    "--c1": num().map(lambda v: ["--c1", v]),
+    "--c2": st.one_of(num(), st.just("auto")).map(lambda v: ["--c2", v]),
+    "--grad-bound": num().map(lambda v: ["--grad-bound", v]),
+    "--max-noise-ratio": num().map(lambda v: ["--max-noise-ratio", v]),
+    "--schedule": st.sampled_from(["constant", "inv-k", "inv-sqrt-k", "exp", "cosine", ""]).map(
+        lambda v: ["--schedule", v]
+    ),
+    "--schedule-file": st.sampled_from(sorted(FILES)).map(lambda k: ["--schedule-file", FILES[k]]),
+    "--schedule-rho": num().map(lambda v: ["--schedule-rho", v]),
+    "--projection-dim": num().map(lambda v: ["--projection-dim", v]),
+    "--model-dim": num().map(lambda v: ["--model-dim", v]),
+    "--projection": st.sampled_from(["fresh", "fixed", "none"]).map(lambda v: ["--projection", v]),
+    "--projection-sigma-max": num().map(lambda v: ["--projection-sigma-max", v]),
+    "--clients": num().map(lambda v: ["--clients", v]),
+    "--tau": num().map(lambda v: ["--tau", v]),
+    "--rounds": num().map(lambda v: ["--rounds", v]),
+    "--orders": st.sampled_from(
+        ["default", "1.5,2,4-64", "1e300", "2-1000000", "abc", "1", "default,4096", "1.01", "2-5:0", ""]
+    ).map(lambda v: ["--orders", v]),
+    "--conversion": st.sampled_from(["improved", "classic", "other"]).map(lambda v: ["--conversion", v]),
+    "--mode": st.sampled_from(["certified", "claimed", "audit"]).map(lambda v: ["--mode", v]),
+    "--accountant": st.sampled_from(["rdp", "pld", "moments"]).map(lambda v: ["--accountant", v]),
+    "--json": st.just(["--json"]),
+    "--compare": st.just(["--compare"]),
+}
+
+
+@st.composite
+def privacy_command(draw) -> list[str]:
+    cmd = draw(st.sampled_from(["calibrate", "epsilon", "audit"]))
+    argv = [cmd, "--algo", draw(st.one_of(st.sampled_from(ALGOS), st.sampled_from(["nope", ""])))]
+    if cmd == "calibrate" or (cmd == "audit" and draw(st.booleans())):
+        if draw(st.integers(0, 9)):
+            argv += ["--eps", draw(num())]
+    if cmd != "calibrate" or draw(st.integers(0, 5)) == 0:
+        if draw(st.integers(0, 9)):
+            argv += ["--noise-multiplier", draw(num())]
+    if draw(st.integers(0, 9)):
+        argv += ["--delta", draw(num())]
+    names = draw(st.lists(st.sampled_from(sorted(PRIVACY_OPTIONS)), max_size=5, unique=True))
+    for name in names:
+        if cmd == "audit" and name == "--compare":
+            continue
+        argv += draw(PRIVACY_OPTIONS[name])
+    if cmd == "calibrate" and draw(st.integers(0, 7)) == 0:
+        argv += ["--target", draw(st.sampled_from(["steps", "noise", "x"]))]
+    if cmd == "audit" and draw(st.booleans()):
+        argv += ["--samples", draw(st.sampled_from(["10", "0", "1e9", "abc", "100"]))]
+    return argv
+
+
+@st.composite
+def run_command(draw) -> list[str]:
+    algos = ["dpsgd", "dicesgd", "clipsgd", "clip21sgd", "clip21sgd2m", "d2p2sgd", "d2psgd", "dp2sgd", "x"]
+    problems = ["dicesgd-b1", "clip21-example1", "stochastic-quadratic", "quadratic", "logreg-nonconvex", "y"]
+    argv = ["run", "--algo", draw(st.sampled_from(algos)), "--problem", draw(st.sampled_from(problems))]
+    pool = {
+        "--steps": st.sampled_from(["0", "1", "50", "1e9", "2.5", "nan", "-3"]),
+        "--lr": num(),
+        "--sample-rate": num(),
+        "--c1": num(),
+        "--c2": num(),
+        "--tau": num(),
+        "--beta": num(),
+        "--beta-hat": num(),
+        "--gamma": num(),
+        "--projection-dim": st.sampled_from(["1", "0", "3", "100000", "abc"]),
+        "--noise-multiplier": num(),
+        "--eps": num(),
+        "--delta": num(),
+        "--dim": st.sampled_from(["1", "0", "5", "100000", "1e9"]),
+        "--x0": num(),
+        "--seeds": st.sampled_from(["1", "2", "0", "1000000", "abc"]),
+        "--clients": st.sampled_from(["1", "3", "0", "1000000"]),
+        "--device": st.sampled_from(["cpu", "auto", "cuda", "tpu"]),
+        "--plot": st.sampled_from([FILES["root"], FILES["dir"], FILES["outdir"] + "/x.png", FILES["proc"]]),
+    }
+    for name in draw(st.lists(st.sampled_from(sorted(pool)), max_size=4, unique=True)):
+        argv += [name, draw(pool[name])]
+    if "--steps" not in argv:
+        argv += ["--steps", "40"]  # keep default runs short
+    if draw(st.booleans()):
+        argv.append("--json")
+    return argv
+
+
+@st.composite
+def other_command(draw) -> list[str]:
+    kind = draw(st.sampled_from(["verify", "figures", "bare", "junk"]))
+    if kind == "verify":
+        argv = ["verify"]
+        argv += draw(
+            st.sampled_from(
+                [
+                    ["--claim", "dicesgd.lemma-a7"],
+                    ["--claim", "nope.claim"],
+                    ["--paper", "x"],
+                    [],
+                    ["--list"],
+                    ["--list", "--json"],
+                    ["--claim", "dicesgd.example-b1", "--json"],
+                ]
+            )
+        )
+        if draw(st.booleans()):
+            argv += ["--report", draw(st.sampled_from([FILES["root"], "", FILES["good"], FILES["proc"]]))]
+        if draw(st.booleans()):
+            argv += ["--seed", draw(st.sampled_from(["0", "-1", "1.5", "abc", "1e400"]))]
+        argv.append("--quick")
+        return argv
+    if kind == "figures":
+        return ["figures", "--out", draw(st.sampled_from([FILES["root"], FILES["good"], FILES["proc"], ""]))]
+    if kind == "bare":
+        return draw(st.sampled_from([[], ["--help"], ["--version"], ["epsilon", "--help"]]))
+    return draw(
+        st.sampled_from([["frobnicate"], ["epsilon"], ["calibrate", "--eps"], ["run"], ["--timeout", "1"]])
+    )
+
+
+any_command = st.one_of(privacy_command(), privacy_command(), run_command(), other_command())
+
+
+def _with_timeout(argv: list[str]) -> list[str]:
+    if (
+        argv
+        and argv[0] in ("calibrate", "epsilon", "audit", "run", "verify", "figures")
+        and "--help" not in argv
+    ):
+        return [*argv, "--timeout", TIMEOUT_S]
+    return argv
+
+
+def _examples(default: int) -> int:
+    return int(os.environ.get("DPTHEORY_FUZZ_EXAMPLES", default))
+
+
+@settings(max_examples=_examples(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(argv=any_command)
+def test_cli_fuzz_contract(argv):
+    argv = _with_timeout(argv)
+    rc, out, err, _ = run_cli(argv)
+    check_contract(argv, rc, out, err)
+
+
+@pytest.mark.slow
+@settings(max_examples=_examples(600), deadline=None, suppress_health_check=list(HealthCheck))
+@given(argv=any_command)
+def test_cli_fuzz_contract_long(argv):
+    argv = _with_timeout(argv)
+    rc, out, err, _ = run_cli(argv)
+    check_contract(argv, rc, out, err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # the issue's reproducers, each once, deterministically
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "38745322",
+            "--sample-rate",
+            "0.3",
+            "--steps",
+            "1000000000",
+            "--delta",
+            "1e-100",
+        ],
+        [
+            "epsilon",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "2000",
+            "--sample-rate",
+            "2e-5",
+            "--steps",
+            "20001",
+            "--delta",
+            "0.2",
+        ],
+        ["epsilon", "--algo", "dpsgd", "--noise-multiplier", "3", "--delta", "1e-5", "--orders", "1e300"],
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "1",
+            "--delta",
+            "1e-5",
+            "--max-noise-ratio",
+            "nan",
+        ],
+        ["verify", "--claim", "dicesgd.lemma-a7", "--report", "/"],
+        ["run", "--algo", "dpsgd", "--problem", "quadratic", "--dim", "100000"],
+        [
+            "epsilon",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "3",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "1000000000",
+        ],
+        ["calibrate", "--eps", "2", "--delta", "1e-5", "--algo", "d2p2sgd", "--steps", "1000000000"],
+        ["audit", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--steps", "1000000000"],
+        ["audit", "--algo", "dicesgd", "--noise-multiplier", "4", "--delta", "1e-5", "--steps", "1000000000"],
+        [
+            "epsilon",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "3",
+            "--delta",
+            "1e-5",
+            "--schedule-file",
+            FILES["fifo"],
+        ],
+        ["run", "--algo", "dpsgd", "--problem", "dicesgd-b1", "--seeds", "1000000"],
+    ],
+)
+def test_known_bad_inputs_keep_the_contract(argv):
+    argv = _with_timeout(argv)
+    rc, out, err, elapsed = run_cli(argv)
+    check_contract(argv, rc, out, err)
+    assert elapsed < float(TIMEOUT_S) + 20
