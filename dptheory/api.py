@@ -159,6 +159,34 @@ def _require_explicit_sampling(
         raise InvalidParameter("steps", f"is required in the API (or epochs), {hint}")
 
 
+def _check_order_floor(p: PrivacyParams, eps: float) -> None:
+    """Explain an unreachable target that the order grid causes: with RDP -> 0 the improved
+    conversion still gives ``log1p(-1/a) - (log(delta) + log(a)) / (a - 1)`` at order a."""
+    import math
+
+    import numpy as np
+
+    from accounting.algorithms.base import orders_of
+
+    orders = orders_of(p)
+    a = orders[orders > 1.01]
+    if p.conversion == "classic":
+        floor = float(np.min(math.log(1.0 / p.delta) / (orders - 1.0)))
+    else:
+        floor = (
+            float(np.min(np.log1p(-1.0 / a) - (math.log(p.delta) + np.log(a)) / (a - 1.0))) if a.size else 0.0
+        )
+    if eps < floor:
+        need = 2.0 * math.log(1.0 / p.delta) / eps
+        suggest = int(min(10 ** math.ceil(math.log10(need)), 1_000_000))
+        raise UnreachableTarget(
+            "--eps",
+            f"{eps:g} is below what Renyi orders up to {orders.max():g} can certify at delta={p.delta:g} "
+            f"(eps >= {floor:.4g} even with infinite noise); add larger orders, e.g. "
+            f"--orders default,{suggest}",
+        )
+
+
 def _check_eps(eps: Any) -> float:
     return validate.positive("--eps", eps)
 
@@ -302,7 +330,12 @@ def calibrate(
             report_progress(z, e)
             return e
 
-        z, info = _calibrate_decreasing(eps_of, eps, "--eps")
+        try:
+            z, info = _calibrate_decreasing(eps_of, eps, "--eps")
+        except UnreachableTarget:
+            if accountant == "rdp":
+                _check_order_floor(p, eps)  # a more helpful message when the order grid is the cause
+            raise
         p = p.with_(noise_multiplier=z)
         value = fn(p)  # exactly what `epsilon` reports at this z
         if not value.epsilon <= eps:  # the calibration contract; never report a violating z

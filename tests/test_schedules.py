@@ -106,3 +106,34 @@ def test_decreasing_schedules_spend_more_privacy():
     const, sqrtk, exp_, invk = eps("constant"), eps("inv-sqrt-k"), eps("exp"), eps("inv-k")
     assert const < sqrtk < invk and const < exp_
     assert math.isfinite(invk)
+
+
+@pytest.mark.parametrize("name", ["inv-k", "inv-sqrt-k", "exp"])
+def test_blocked_schedule_bounds_the_exact_one(monkeypatch, name):
+    """Beyond EXACT_STEPS a schedule is cut into blocks with the noise rounded down (upper bounds)
+    or up (lower bounds); each rounding is in the safe direction step by step, and the blocked
+    epsilon stays within 1e-3 of the exact one."""
+    from accounting import schedules as sched_mod
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.orders import DEFAULT_ORDERS
+    from accounting.rdp import subsampled_gaussian_rdp
+
+    monkeypatch.setattr(sched_mod, "EXACT_STEPS", 500)
+    t = 6000
+    exact = sched_mod.noise_multipliers(name, 40.0, t)
+    down, counts = sched_mod.schedule_blocks(name, 40.0, t, rounding="down")
+    up, counts_up = sched_mod.schedule_blocks(name, 40.0, t, rounding="up")
+    assert counts.sum() == t and counts_up.sum() == t and down.size < t / 2
+    assert np.all(np.repeat(down, counts) <= exact * (1 + 1e-15))
+    assert np.all(np.repeat(up, counts_up) >= exact * (1 - 1e-15))
+    e_exact = rdp_to_epsilon(subsampled_gaussian_rdp(0.01, exact, DEFAULT_ORDERS), 1e-5).epsilon
+    e_down = rdp_to_epsilon(subsampled_gaussian_rdp(0.01, down, DEFAULT_ORDERS, counts=counts), 1e-5).epsilon
+    assert e_exact <= e_down <= e_exact * (1 + 1e-3)
+
+
+def test_blocked_schedule_is_small_at_a_billion_steps():
+    from accounting.schedules import schedule_blocks
+
+    for name in ("inv-k", "inv-sqrt-k", "exp", "constant"):
+        values, counts = schedule_blocks(name, 3.0, 10**9)
+        assert int(counts.sum()) == 10**9 and values.size < 30_000

@@ -65,10 +65,21 @@ def _c2(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"{exc} (or 'auto')") from None
 
 
+ENVELOPE_HELP = """\
+supported range (every value inside it gets a correct answer, or one line saying what to
+change; --timeout SECONDS bounds the time, exit status 3):
+  --sample-rate 1e-9 .. 1     --steps up to 1e9       --delta down to 1e-100
+  --noise-multiplier 0.1 .. 1e4   --eps 1e-3 .. 1e3   schedule files up to 1e7 lines
+  Renyi orders up to 1e6 (--orders); at tiny eps and delta the default grid (up to 2048) may
+  not reach the target: widen it, e.g. --orders default,4096-65536:4096.
+  Long schedules (T > 1e6) are accounted in blocks whose noise is rounded down (sound).
+"""
+
+
 def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool = True) -> None:
     """Add --algo and every parameter option (and --mode/--accountant unless told not to)."""
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + DEFAULTS_HELP
+    parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + DEFAULTS_HELP + "\n" + ENVELOPE_HELP
     parser.add_argument(
         "--algo", required=True, metavar="ALGO", help=f"algorithm: one of {', '.join(ALGO_NAMES)}"
     )
