@@ -226,6 +226,14 @@ def check_options(
         raise InvalidParameter("--lr", f"must be > 0 (got {lr!r})")
     if sample_rate is not None and not 0 < sample_rate <= 1:
         raise InvalidParameter("--sample-rate", f"must be in (0, 1] (got {sample_rate!r})")
+    for opt, v in (("--c1", c1), ("--c2", c2), ("--tau", tau), ("--gamma", gamma)):
+        if v is not None and not v > 0:
+            raise InvalidParameter(opt, f"must be > 0 (got {v!r})")
+    for opt, v in (("--beta", beta), ("--beta-hat", beta_hat)):
+        if v is not None and not 0 < v <= 1:
+            raise InvalidParameter(opt, f"must be in (0, 1] (got {v!r})")
+    if projection_dim is not None and (int(projection_dim) != projection_dim or projection_dim < 1):
+        raise InvalidParameter("--projection-dim", f"must be an integer >= 1 (got {projection_dim!r})")
     if seed < 0:
         raise InvalidParameter("--seed", f"must be >= 0 (got {seed!r})")
     if seeds > MAX_SEEDS:
@@ -236,56 +244,23 @@ def check_options(
         )
 
 
-def settings_for(
-    algo: str,
-    problem: str,
-    *,
-    steps: int | None = None,
-    lr: float | None = None,
-    sample_rate: float | None = None,
-    seeds: int = 1,
-    seed: int = 0,
-    device: str = "auto",
-    c1: float | None = None,
-    c2: float | None = None,
-    clip_mode: str = "flat",
-    tau: float | None = None,
-    beta: float | None = None,
-    beta_hat: float | None = None,
-    gamma: float | None = None,
-    projection_dim: int | None = None,
-    projection: str | None = None,
-    schedule: str | None = None,
-    noise_multiplier: float | None = None,
-    eps: float | None = None,
-    delta: float | None = None,
-    mode: str = "certified",
-    defaults: Any = None,
-) -> RunSettings:
-    """Validate the choices (:func:`check_options`) and fill defaults (``defaults`` is the built Problem)."""
-    check_options(
-        algo,
-        steps=steps,
-        lr=lr,
-        sample_rate=sample_rate,
-        seeds=seeds,
-        seed=seed,
-        device=device,
-        c1=c1,
-        c2=c2,
-        clip_mode=clip_mode,
-        tau=tau,
-        beta=beta,
-        beta_hat=beta_hat,
-        gamma=gamma,
-        projection_dim=projection_dim,
-        projection=projection,
-        schedule=schedule,
-        noise_multiplier=noise_multiplier,
-        eps=eps,
-        delta=delta,
-        mode=mode,
-    )
+def settings_for(algo: str, problem: str, *, defaults: Any = None, **options: Any) -> RunSettings:
+    """Validate the choices (:func:`check_options`, whose keywords these are) and fill defaults
+    (``defaults`` is the built Problem)."""
+    check_options(algo, **options)
+    import inspect
+
+    o = {
+        name: par.default
+        for name, par in inspect.signature(check_options).parameters.items()
+        if par.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    o.update(options)
+    steps, lr, sample_rate, seeds = o["steps"], o["lr"], o["sample_rate"], o["seeds"]
+    c1, c2, tau, gamma, beta, beta_hat = o["c1"], o["c2"], o["tau"], o["gamma"], o["beta"], o["beta_hat"]
+    projection_dim, projection, schedule = o["projection_dim"], o["projection"], o["schedule"]
+    noise_multiplier, eps, delta = o["noise_multiplier"], o["eps"], o["delta"]
+    seed, device, clip_mode, mode = o["seed"], o["device"], o["clip_mode"], o["mode"]
     prob = defaults
     steps = prob.default_steps if steps is None else steps
     if int(steps) != steps or steps < 1:
@@ -296,14 +271,6 @@ def settings_for(
     q = prob.default_sample_rate if sample_rate is None else sample_rate
     if not 0 < q <= 1:
         raise InvalidParameter("--sample-rate", f"must be in (0, 1] (got {q!r})")
-    for opt, v in (("--c1", c1), ("--c2", c2), ("--tau", tau), ("--gamma", gamma)):
-        if v is not None and not v > 0:
-            raise InvalidParameter(opt, f"must be > 0 (got {v!r})")
-    for opt, v in (("--beta", beta), ("--beta-hat", beta_hat)):
-        if v is not None and not 0 < v <= 1:
-            raise InvalidParameter(opt, f"must be in (0, 1] (got {v!r})")
-    if projection_dim is not None and (int(projection_dim) != projection_dim or projection_dim < 1):
-        raise InvalidParameter("--projection-dim", f"must be an integer >= 1 (got {projection_dim!r})")
     if algo == "clip21sgd2m":
         beta = 0.5 if beta is None else beta
         beta_hat = 0.5 if beta_hat is None else beta_hat
