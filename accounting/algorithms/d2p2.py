@@ -221,7 +221,7 @@ class _D2P2Family(Algorithm):
 
             # blocked schedules (T > EXACT_STEPS) are bounds already: the sigma-grid bound costs ~0.4 s
             # there against ~7 s for exact per-block evaluation, and adds ~1e-8 relative
-            evaluation = "grid" if counts.max() > 1 else "auto"
+            evaluation = "grid" if counts.max() > 1 and z.size > 1 else "auto"
             curve = subsampled_gaussian_rdp(
                 p.sample_rate, zz, orders_of(p), counts=counts, evaluation=evaluation
             )
