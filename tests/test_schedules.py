@@ -137,3 +137,18 @@ def test_blocked_schedule_is_small_at_a_billion_steps():
     for name in ("inv-k", "inv-sqrt-k", "exp", "constant"):
         values, counts = schedule_blocks(name, 3.0, 10**9)
         assert int(counts.sum()) == 10**9 and values.size < 30_000
+
+
+def test_constant_schedule_stays_exact_at_any_length():
+    """A constant schedule is one (value, count) pair: exact, no grid bound, no warning."""
+    from accounting.algorithms import PrivacyParams, get_algorithm
+
+    p = PrivacyParams(algo="dp2sgd", noise_multiplier=3.0, delta=1e-5, sample_rate=0.01, steps=3_000_000)
+    r = get_algorithm("dp2sgd").epsilon(p, "claimed")
+    assert not any("grid" in w for w in r.warnings)
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.orders import DEFAULT_ORDERS
+    from accounting.rdp import subsampled_gaussian_rdp
+
+    exact = rdp_to_epsilon(subsampled_gaussian_rdp(0.01, 3.0, DEFAULT_ORDERS, steps=3_000_000), 1e-5).epsilon
+    assert r.epsilon == pytest.approx(exact, rel=1e-12)
