@@ -501,7 +501,10 @@ def dicesgd_flush_epsilon(
     }
     if not fail["p_fail"] < delta:
         return out
-    d_rdp = (delta - fail["p_fail"]) * (1.0 - 1e-12)
+    if fail["log_p_fail"] == -math.inf:  # E is certain (rho = 0, or no batch can overflow the ball)
+        d_rdp = delta
+    else:  # the 1e-12 covers rounding in the subtraction and a p_fail that underflowed to 0.0
+        d_rdp = (delta - fail["p_fail"]) * (1.0 - 1e-12)
     curve = dicesgd_flush_rdp(
         sample_rate=q, noise_multiplier=noise_multiplier, steps=t, c1=c1, rho=rho, orders=orders
     )
