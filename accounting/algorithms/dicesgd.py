@@ -112,6 +112,14 @@ def theorem37_noise_multiplier(
     return sigma1 * batch_size / c1
 
 
+def _p_fail_text(flush: dict) -> str:
+    if flush["k_max"] is None:
+        return "P(E^c) = 0 (rho = 0)"
+    if flush["p_fail"] == 0.0:
+        return "P(E^c) = 0 or below 1e-300 (covered by the 1e-12 cut of delta_RDP)"
+    return f"P(E^c) <= {flush['p_fail']:.3g}"
+
+
 def _gamma(p: PrivacyParams) -> float:
     return 0.01 if p.gamma is None else float(p.gamma)
 
@@ -309,7 +317,7 @@ class DiceSGD(Algorithm):
                 "this shift is real (dptheory audit --algo dicesgd ...). A per-example gradient bound "
                 "(--grad-bound G) or the residual clip (--residual-clip R) certifies far less noise",
             )
-        details: dict = {"rho": rho, "regimes": regimes}
+        details: dict = {"rho": rho, "regimes": regimes, "p_fail": None}
         if rho is not None and rho > 0 and p.conversion == "improved":
             capped = hs.dicesgd_certified_epsilon_capped(
                 delta=p.delta,
@@ -359,7 +367,7 @@ class DiceSGD(Algorithm):
                 f"(|S_t| + 1) rho <= B C2 (rho = {rho:.6g} bounds every residual g - clip(g, C1)), the error "
                 f"state is emptied each step and DiceSGD is DP-SGD at z C1/(C1 + rho) = "
                 f"{flush['noise_multiplier_effective']:.6g}; delta = delta_RDP {flush['delta_rdp']:.3g} + "
-                f"P(E^c) <= {flush['p_fail']:.3g} (docs/hidden-state.md)",
+                f"{_p_fail_text(flush)} (docs/hidden-state.md)",
             )
         else:
             if regime == "inclusion-cap":
