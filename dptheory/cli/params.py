@@ -96,7 +96,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         type=_c2,
         metavar="C2|auto",
         help="DiceSGD error-feedback clipping threshold (default 1); 'auto' = largest C2 whose certified "
-        "noise is within --max-noise-ratio of DP-SGD's",
+        "noise is within --max-noise-ratio of DP-SGD's, or, with --residual-clip or a --grad-bound above "
+        "C1, the smallest C2 with P(E^c) <= delta/100 (flush regime, docs/hidden-state.md)",
     )
     g.add_argument(
         "--grad-bound",
