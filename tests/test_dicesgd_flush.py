@@ -196,8 +196,9 @@ def test_regime_switch_is_conservative():
     assert "flush" in seen and len(seen) >= 2
 
 
+@pytest.mark.parametrize("variant", ["grad_bound", "residual_clip"])
 @pytest.mark.parametrize("seed", range(5))
-def test_flush_bound_never_below_audit_on_random_instances(seed):
+def test_flush_bound_never_below_audit_on_random_instances(seed, variant):
     """The audit's lattice instance with excess (G - C1) <= C2 B is exactly the flush picture."""
     from accounting.audit import run_audit
 
@@ -218,7 +219,7 @@ def test_flush_bound_never_below_audit_on_random_instances(seed):
         steps=t,
         c1=1.0,
         c2=c2,
-        grad_bound=1.0 + rho,
+        **({"grad_bound": 1.0 + rho} if variant == "grad_bound" else {"residual_clip": rho}),
     )
     rep = DICE.epsilon(p, "certified")
     res = run_audit(p, samples=20_000, confidence=0.95, seed=seed)
