@@ -40,6 +40,9 @@ _OPTION_FIELDS = (
     "c2",
     "grad_bound",
     "max_noise_ratio",
+    "residual_clip",
+    "clip_mode",
+    "gamma",
     "schedule",
     "schedule_values",
     "schedule_rho",
@@ -199,11 +202,28 @@ def _resolve_auto_c2(
         return params
     if algorithm.name != "dicesgd":
         return params.with_(c2=None)
-    from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO, auto_c2
+    from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO, auto_c2, auto_c2_flush
 
     ratio = params.max_noise_ratio
     ratio = DEFAULT_MAX_NOISE_RATIO if ratio is None else validate.positive("--max-noise-ratio", ratio)
     p, _, _ = algorithm.resolve(params.with_(c2=None))
+    flush = auto_c2_flush(p)
+    if flush is not None:
+        c1r = p.c1 + flush["rho"]
+        msg = (
+            f"--c2 auto = {flush['c2']:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g}: "
+            f"the smallest C2 with P(E^c) <= delta/100 (here {flush['p_fail']:.3g}; others' batch <= "
+            f"{flush['k']}), so the flush regime applies (any larger C2 certifies the same noise)"
+        )
+        if budget is not _budget_at_given_noise:
+            z_dp = _dpsgd_noise_at_clip(p, budget)
+            msg += (
+                f"; DP-SGD clipped at C1 + rho = {c1r:g} needs z = {z_dp:.6g} (noise std "
+                f"{z_dp * c1r / p.batch_size:.4g}, i.e. {z_dp * c1r / p.c1:.6g} in DiceSGD's units "
+                "sigma1 B / C1, to compare with the certified z)"
+            )
+        extra.append(msg)
+        return params.with_(c2=flush["c2"])
     z_budget = budget(p)
     c2 = auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio)
     extra.append(
@@ -382,6 +402,11 @@ def calibrate(
     info = {"target": "steps", "eps_target": eps, "iterations": getattr(res, "iterations", None)}
     report = algorithm._report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
     return report
+
+
+def _dpsgd_noise_at_clip(p: PrivacyParams, budget: Callable[[PrivacyParams], float]) -> float:
+    """DP-SGD's certified z (sigma / C, any clip C) for the same target: the budget function's value."""
+    return float(budget(p))
 
 
 def _dpsgd_noise_for(p: PrivacyParams, eps: float) -> float:

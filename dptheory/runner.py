@@ -59,6 +59,7 @@ class RunSettings:
     beta: float = 1.0
     beta_hat: float = 1.0
     gamma: float = 0.01
+    residual_clip: float | None = None
     projection_dim: int | None = None
     projection: str = "fresh"
     schedule: str = "constant"
@@ -148,6 +149,7 @@ def check_options(
     beta: float | None = None,
     beta_hat: float | None = None,
     gamma: float | None = None,
+    residual_clip: float | None = None,
     projection_dim: int | None = None,
     projection: str | None = None,
     schedule: str | None = None,
@@ -169,6 +171,7 @@ def check_options(
         ("--beta", beta),
         ("--beta-hat", beta_hat),
         ("--gamma", gamma),
+        ("--residual-clip", residual_clip),
         ("--noise-multiplier", noise_multiplier),
         ("--eps", eps),
         ("--delta", delta),
@@ -177,6 +180,8 @@ def check_options(
     # options that belong to another algorithm are errors, not silently ignored
     if c2 is not None and algo != "dicesgd":
         raise InvalidParameter("--c2", "only applies to --algo dicesgd")
+    if residual_clip is not None and algo != "dicesgd":
+        raise InvalidParameter("--residual-clip", "only applies to --algo dicesgd")
     if tau is not None and algo not in CLIP21_FAMILY:
         raise InvalidParameter("--tau", f"only applies to --algo {', '.join(CLIP21_FAMILY)}")
     for opt, v in (("--beta", beta), ("--beta-hat", beta_hat)):
@@ -226,7 +231,13 @@ def check_options(
         raise InvalidParameter("--lr", f"must be > 0 (got {lr!r})")
     if sample_rate is not None and not 0 < sample_rate <= 1:
         raise InvalidParameter("--sample-rate", f"must be in (0, 1] (got {sample_rate!r})")
-    for opt, v in (("--c1", c1), ("--c2", c2), ("--tau", tau), ("--gamma", gamma)):
+    for opt, v in (
+        ("--c1", c1),
+        ("--c2", c2),
+        ("--tau", tau),
+        ("--gamma", gamma),
+        ("--residual-clip", residual_clip),
+    ):
         if v is not None and not v > 0:
             raise InvalidParameter(opt, f"must be > 0 (got {v!r})")
     for opt, v in (("--beta", beta), ("--beta-hat", beta_hat)):
@@ -260,6 +271,7 @@ def settings_for(algo: str, problem: str, *, defaults: Any = None, **options: An
     c1, c2, tau, gamma, beta, beta_hat = o["c1"], o["c2"], o["tau"], o["gamma"], o["beta"], o["beta_hat"]
     projection_dim, projection, schedule = o["projection_dim"], o["projection"], o["schedule"]
     noise_multiplier, eps, delta = o["noise_multiplier"], o["eps"], o["delta"]
+    residual_clip = o["residual_clip"]
     seed, device, clip_mode, mode = o["seed"], o["device"], o["clip_mode"], o["mode"]
     prob = defaults
     steps = prob.default_steps if steps is None else steps
@@ -292,6 +304,7 @@ def settings_for(algo: str, problem: str, *, defaults: Any = None, **options: An
         beta=float(beta),
         beta_hat=float(beta_hat),
         gamma=0.01 if gamma is None else float(gamma),
+        residual_clip=None if residual_clip is None else float(residual_clip),
         projection_dim=None if projection_dim is None else int(projection_dim),
         projection=projection or ("none" if algo == "d2psgd" else "fresh"),
         schedule=schedule or DEFAULT_SCHEDULE.get(algo, "constant"),
@@ -326,6 +339,11 @@ def accounting_options(s: RunSettings, prob: Any) -> dict[str, Any]:
     if s.algo == "dicesgd":
         opts["c1"] = s.c1
         opts["c2"] = s.c1 if s.c2 is None else s.c2
+        if s.residual_clip is not None:
+            opts["residual_clip"] = s.residual_clip
+        if s.clip_mode == "automatic":
+            opts["clip_mode"] = "automatic"
+            opts["gamma"] = s.gamma
     if s.algo in D2P_FAMILY:
         opts["schedule"] = s.schedule
         if s.algo != "d2psgd":
@@ -397,7 +415,15 @@ def build_optimizer(s: RunSettings, prob: Any, z: float, seed: int):
         )
     if s.algo == "dicesgd":
         return optim.DiceSGD(
-            prob.x0, prob.loss_fn, prob.data, c1=s.c1, c2=s.c2, clip_mode=s.clip_mode, gamma=s.gamma, **common
+            prob.x0,
+            prob.loss_fn,
+            prob.data,
+            c1=s.c1,
+            c2=s.c2,
+            clip_mode=s.clip_mode,
+            gamma=s.gamma,
+            residual_clip=s.residual_clip,
+            **common,
         )
     cls = {"d2p2sgd": optim.D2P2SGD, "d2psgd": optim.D2PSGD, "dp2sgd": optim.DP2SGD}[s.algo]
     kw: dict[str, Any] = dict(gamma=s.gamma, schedule=s.schedule)

@@ -31,6 +31,9 @@ ACCOUNTANTS = ("rdp", "pld")
 CONVERSIONS = ("improved", "classic")
 PROJECTIONS = ("fresh", "fixed")
 
+#: PrivacyParams fields that only DiceSGD understands (given with another algorithm: an error).
+DICESGD_ONLY_OPTIONS = ("residual_clip", "clip_mode", "gamma")
+
 #: Mode label used when DiceSGD falls back to its claimed number (no certified accountant).
 CLAIMED_NOT_CERTIFIED = "claimed (not certified)"
 
@@ -71,6 +74,10 @@ class PrivacyParams:
     projection_sigma_max: float | None = None
     max_noise_ratio: float | None = None
     schedule_rho: float | None = None
+    # DiceSGD only: the residual clip R, the clipping mode of C1 and automatic clipping's gamma.
+    residual_clip: float | None = None
+    clip_mode: str | None = None
+    gamma: float | None = None
 
     def with_(self, **changes: Any) -> PrivacyParams:
         """A copy with some fields replaced (frozen dataclass helper)."""
@@ -96,6 +103,14 @@ def _json_float(x: Any) -> Any:
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
     return x
+
+
+def _json_tree(x: Any) -> Any:
+    if isinstance(x, Mapping):
+        return {str(k): _json_tree(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_tree(v) for v in x]
+    return _json_float(x)
 
 
 @dataclass(frozen=True)
@@ -124,6 +139,8 @@ class PrivacyReport:
     defaults_assumed: tuple[str, ...] = ()
     parameters: Mapping[str, Any] = field(default_factory=dict)
     calibration: Mapping[str, Any] | None = None
+    #: Accountant-specific facts (DiceSGD: which certified regime gave the number, P(E^c), ...).
+    details: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """One JSON-compatible object (inf/nan encoded as strings)."""
@@ -146,6 +163,8 @@ class PrivacyReport:
         }
         if self.calibration is not None:
             out["calibration"] = {k: _json_float(v) for k, v in self.calibration.items()}
+        if self.details is not None:
+            out["details"] = _json_tree(self.details)
         return out
 
 
@@ -165,6 +184,7 @@ class EpsilonValue:
     order: float | None = None
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    details: Mapping[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,6 +293,9 @@ class Algorithm:
 
             p = p.with_(orders=tuple(check_orders(p.orders).tolist()))
 
+        for name in DICESGD_ONLY_OPTIONS:
+            if getattr(p, name) is not None and self.name != "dicesgd":
+                raise InvalidParameter(option_name(name), f"only applies to --algo dicesgd (not {self.name})")
         for name in self.unused_options:
             if getattr(p, name) is not None:
                 raise InvalidParameter(option_name(name), f"does not apply to --algo {self.name}")
@@ -442,6 +465,7 @@ class Algorithm:
             defaults_assumed=assumed,
             parameters=self.parameters(p),
             calibration=calibration,
+            details=value.details,
         )
 
     #: How the accountant of a claimed number is shown (claimed numbers may be closed forms).

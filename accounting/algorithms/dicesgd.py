@@ -112,6 +112,31 @@ def theorem37_noise_multiplier(
     return sigma1 * batch_size / c1
 
 
+def _p_fail_text(flush: dict) -> str:
+    if flush["k_max"] is None:
+        return "P(E^c) = 0 (rho = 0)"
+    if flush["p_fail"] == 0.0:
+        return "P(E^c) = 0 or below 1e-300 (covered by the 1e-12 cut of delta_RDP)"
+    return f"P(E^c) <= {flush['p_fail']:.3g}"
+
+
+def _gamma(p: PrivacyParams) -> float:
+    return 0.01 if p.gamma is None else float(p.gamma)
+
+
+def residual_bound(p: PrivacyParams) -> float | None:
+    """rho for resolved params: a bound on every ``||r_i||`` (None without --grad-bound/--residual-clip)."""
+    from accounting.hidden_state import residual_norm_bound
+
+    return residual_norm_bound(
+        c1=p.c1,
+        grad_bound=p.grad_bound,
+        clip_mode=p.clip_mode or "flat",
+        gamma=_gamma(p),
+        residual_clip=p.residual_clip,
+    )
+
+
 def hidden_state_module():
     """``accounting.hidden_state`` if present, else None (certified DiceSGD then unavailable)."""
     try:
@@ -137,7 +162,7 @@ class DiceSGD(Algorithm):
         "tau",
         "rounds",
     )
-    shown_parameters = ("c1", "c2", "grad_bound")
+    shown_parameters = ("c1", "c2", "grad_bound", "residual_clip", "clip_mode")
     claimed_accountant = "Theorem 3.7 closed form"
 
     def defaults(self) -> dict[str, Default]:
@@ -186,7 +211,18 @@ class DiceSGD(Algorithm):
         g = p.grad_bound
         if g is not None:
             g = validate.positive("--grad-bound", g)
-        return p.with_(c1=c1, c2=c2, grad_bound=g)
+        r = p.residual_clip
+        if r is not None:
+            r = validate.positive("--residual-clip", r)
+        mode = p.clip_mode
+        if mode is not None:
+            check_choice("--clip-mode", mode, ("flat", "automatic"))
+        gamma = p.gamma
+        if gamma is not None:
+            if mode != "automatic":
+                raise InvalidParameter("--gamma", "only applies with --clip-mode automatic")
+            gamma = validate.positive("--gamma", gamma)
+        return p.with_(c1=c1, c2=c2, grad_bound=g, residual_clip=r, clip_mode=mode, gamma=gamma)
 
     def noise_std(self, p: PrivacyParams) -> float | None:
         return float(p.noise_multiplier) * float(p.c1) / float(p.batch_size)
@@ -235,6 +271,13 @@ class DiceSGD(Algorithm):
         return EpsilonValue(eps, None, notes, tuple(warns))
 
     def _epsilon_certified(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
+        """The smallest of the sound certified bounds (docs/hidden-state.md), with its regime.
+
+        Candidates: ``flush`` (DP-SGD at ``z C1/(C1 + rho)`` on the event E, plus P(E^c) in delta;
+        needs rho, i.e. a gradient bound or a residual clip, and P(E^c) < delta), ``hidden-state-rdp``
+        (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
+        improved conversion). Each is a valid (eps, delta) statement, so their minimum is too.
+        """
         hs = hidden_state_module()
         if hs is None:
             raise NotCertified("--mode", "certified accounting for dicesgd is not available")
@@ -244,6 +287,11 @@ class DiceSGD(Algorithm):
                 "pld is not available for dicesgd because the hidden-state bound is an RDP curve "
                 "with no dp-accounting event; use --accountant rdp",
             )
+        rho = residual_bound(p)
+        # The older bounds read the residual only through max(0, G - C1): an equivalent flat gradient
+        # bound C1 + rho carries any clipping mode / residual clip into them.
+        g_eff = None if rho is None else p.c1 + rho
+        orders = orders_of(p)
         curve = hs.dicesgd_certified_rdp(
             sample_rate=p.sample_rate,
             noise_multiplier=p.noise_multiplier,
@@ -251,26 +299,26 @@ class DiceSGD(Algorithm):
             c1=p.c1,
             c2=p.c2,
             batch_size=p.batch_size,
-            grad_bound=p.grad_bound,
-            orders=orders_of(p),
+            grad_bound=g_eff,
+            orders=orders,
         )
         v = curve_epsilon(curve, p.delta, p.conversion)
+        regimes = {"hidden-state-rdp": v.epsilon}
+        best = ("hidden-state-rdp", v.epsilon, v.order, v.warnings)
         note = (
-            "certified: error-feedback hidden-state RDP bound (accounting.hidden_state, docs/hidden-state.md)"
-            + ("" if p.grad_bound is None else f" with per-example gradient bound G = {p.grad_bound:g}"),
+            "certified: error-feedback hidden-state RDP bound "
+            "(accounting.hidden_state, docs/hidden-state.md)",
         )
-        if p.grad_bound is None:
+        if rho is None:
             ratio = 2 * p.c2 * p.batch_size / p.c1
             note = note + (
-                "why so large: without --grad-bound one example can shift clip(e_t, C2) by up to "
-                f"2 C2 per step, {ratio:.4g}x its clipped-gradient sensitivity C1/B; audits show this "
-                "shift is real (dptheory audit --algo dicesgd ...). A per-example gradient bound "
-                "(--grad-bound G) certifies far less noise",
+                "why so large: without --grad-bound or --residual-clip one example can shift clip(e_t, C2) "
+                f"by up to 2 C2 per step, {ratio:.4g}x its clipped-gradient sensitivity C1/B; audits show "
+                "this shift is real (dptheory audit --algo dicesgd ...). A per-example gradient bound "
+                "(--grad-bound G) or the residual clip (--residual-clip R) certifies far less noise",
             )
-        if p.grad_bound is not None and p.grad_bound > p.c1 and p.conversion == "improved":
-            # With G > C1 the inclusion cap (docs/hidden-state.md, "Known looseness") is often much
-            # tighter: ignore xi' after k inclusions, pay e^eps P[Bin(T, q) > k] in delta. Both
-            # numbers are certified; report the smaller, and say which one it is.
+        details: dict = {"rho": rho, "regimes": regimes, "p_fail": None}
+        if rho is not None and rho > 0 and p.conversion == "improved":
             capped = hs.dicesgd_certified_epsilon_capped(
                 delta=p.delta,
                 sample_rate=p.sample_rate,
@@ -279,16 +327,70 @@ class DiceSGD(Algorithm):
                 c1=p.c1,
                 c2=p.c2,
                 batch_size=p.batch_size,
-                grad_bound=p.grad_bound,
-                orders=orders_of(p),
+                grad_bound=g_eff,
+                orders=orders,
             )
-            if capped["cap"] is not None and capped["epsilon"] < v.epsilon:
+            if capped["cap"] is not None:
+                regimes["inclusion-cap"] = capped["epsilon"]
+                details["inclusion_cap"] = {"k": capped["cap"], "beta": capped["beta"]}
+                if capped["epsilon"] < best[1]:
+                    best = ("inclusion-cap", capped["epsilon"], None, v.warnings)
+        flush = None
+        if rho is not None:
+            flush = hs.dicesgd_flush_epsilon(
+                delta=p.delta,
+                sample_rate=p.sample_rate,
+                noise_multiplier=p.noise_multiplier,
+                steps=p.steps,
+                c1=p.c1,
+                c2=p.c2,
+                batch_size=p.batch_size,
+                population=p.dataset_size,
+                rho=rho,
+                orders=orders,
+                conversion=p.conversion,
+            )
+            regimes["flush"] = flush["epsilon"]
+            details["p_fail"] = flush["p_fail"]
+            details["flush"] = {
+                "k_max": flush["k_max"],
+                "delta_rdp": flush["delta_rdp"],
+                "noise_multiplier_effective": flush["noise_multiplier_effective"],
+            }
+            if flush["epsilon"] < best[1]:
+                best = ("flush", flush["epsilon"], flush["order"], flush["warnings"])
+        regime, eps, order, warns = best
+        details["regime"] = regime
+        if regime == "flush":
+            note = (
+                f"certified (flush regime): on the event E that every batch of the other examples has "
+                f"(|S_t| + 1) rho <= B C2 (rho = {rho:.6g} bounds every residual g - clip(g, C1)), the error "
+                f"state is emptied each step and DiceSGD is DP-SGD at z C1/(C1 + rho) = "
+                f"{flush['noise_multiplier_effective']:.6g}; delta = delta_RDP {flush['delta_rdp']:.3g} + "
+                f"{_p_fail_text(flush)} (docs/hidden-state.md)",
+            )
+        else:
+            if regime == "inclusion-cap":
                 note = note + (
-                    f"inclusion cap k = {capped['cap']}: RDP at delta = {capped['delta_rdp']:.3g} plus "
-                    f"e^eps P[Bin(T, q) > k] = e^eps {capped['beta']:.3g} (docs/hidden-state.md)",
+                    f"inclusion cap k = {details['inclusion_cap']['k']}: RDP at delta = {0.9 * p.delta:.3g} "
+                    f"plus e^eps P[Bin(T, q) > k] = e^eps {details['inclusion_cap']['beta']:.3g} "
+                    "(docs/hidden-state.md)",
                 )
-                return EpsilonValue(capped["epsilon"], None, note, v.warnings)
-        return EpsilonValue(v.epsilon, v.order, note, v.warnings)
+            if flush is not None:
+                why = (
+                    f"P(E^c) <= {flush['p_fail']:.3g} is not below delta = {p.delta:.3g}"
+                    if not flush["p_fail"] < p.delta
+                    else f"it gives eps = {flush['epsilon']:.6g}, larger"
+                )
+                note = note + (f"flush regime not used: {why}; fell back to the {regime} bound",)
+        if p.grad_bound is not None:
+            note = note + (f"assumes every per-example gradient norm <= G = {p.grad_bound:g}",)
+        if p.clip_mode == "automatic":
+            note = note + (
+                f"automatic clipping C1 g/(||g|| + gamma), gamma = {_gamma(p):g}: residual bound rho = "
+                f"max over ||g|| <= G of ||g|| |1 - C1/(||g|| + gamma)| (nonzero even for G < C1)",
+            )
+        return EpsilonValue(eps, order, note, warns, details)
 
     def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
         return [
@@ -297,7 +399,14 @@ class DiceSGD(Algorithm):
             "(the paper draws minibatches; not covered otherwise)",
             "noise w ~ N(0, sigma1^2 I) on the averaged update v_t, sigma1 = z C1 / B (noise_std)",
             "e_t is never released (only x_t is)",
-        ]
+        ] + (
+            [
+                f"residual clip R = {p.residual_clip:g}: the optimizer adds clip(g_i - clip(g_i, C1), R) "
+                "(flat: clip(g_i, C1 + R) - clip(g_i, C1)) to e, so every increment has norm <= R"
+            ]
+            if p.residual_clip is not None
+            else []
+        )
 
 
 def auto_c2(p: PrivacyParams, *, budget_noise_multiplier: float, max_noise_ratio: float) -> float:
@@ -318,13 +427,48 @@ def auto_c2(p: PrivacyParams, *, budget_noise_multiplier: float, max_noise_ratio
         steps=p.steps,
         c1=p.c1,
         batch_size=p.batch_size,
-        grad_bound=p.grad_bound,
+        grad_bound=None if residual_bound(p) is None else p.c1 + residual_bound(p),
         max_noise_ratio=max_noise_ratio,
         orders=orders_of(p),
     )
     if not math.isfinite(c2):
-        if p.grad_bound is not None and p.grad_bound > p.c1:
-            a = (p.grad_bound - p.c1) / p.batch_size
+        rho = residual_bound(p)
+        if rho is not None and rho > 0:
+            a = rho / p.batch_size
             return max(p.c1, (p.steps - 1) * a / 2.0)
         return p.c1
     return float(c2)
+
+
+#: ``--c2 auto`` in the flush regime: P(E^c) <= delta / FLUSH_FAILURE_DIVISOR.
+FLUSH_FAILURE_DIVISOR = 100.0
+
+
+def auto_c2_flush(p: PrivacyParams) -> dict | None:
+    """``--c2 auto`` when every residual is bounded (rho > 0: --residual-clip or --grad-bound).
+
+    The smallest C2 with P(E^c) <= delta/100 (docs/hidden-state.md, "The flush regime"): with
+    ``k`` the smallest batch size of the others such that ``T P[Bin(N, q) > k] <= delta/100``,
+    ``C2 = (k + 1) rho / B = rho (1 + margin)``. On E the C2-clip never acts, so every larger C2 gives
+    the same certified noise. Returns ``{"c2", "k", "p_fail", "margin", "rho"}`` or None when rho is
+    unbounded (no --grad-bound, no --residual-clip) or zero (every C2 is then equivalent).
+    """
+    from accounting.hidden_state import binomial_log_sf_upper
+
+    rho = residual_bound(p)
+    if rho is None or rho <= 0.0:
+        return None
+    n, q, t = int(p.dataset_size), float(p.sample_rate), int(p.steps)
+    log_target = math.log(p.delta / FLUSH_FAILURE_DIVISOR) - math.log(t)
+    lo, hi = -1, n  # P[Bin > n] = 0 <= target; find the smallest k with log sf(k) <= target
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if binomial_log_sf_upper(n, q, mid) <= log_target:
+            hi = mid
+        else:
+            lo = mid
+    k = hi
+    # (k + 1) rho <= B C2 must hold in floating point too: nudge C2 up by a relative 1e-9.
+    c2 = (k + 1) * rho / float(p.batch_size) * (1.0 + 1e-9)
+    p_fail = min(1.0, t * math.exp(binomial_log_sf_upper(n, q, k)))
+    return {"c2": c2, "k": k, "p_fail": p_fail, "margin": c2 / rho - 1.0, "rho": rho}

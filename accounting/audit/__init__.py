@@ -215,7 +215,17 @@ def _audit_d2p2(algo, p, seed):
 
 def _audit_dicesgd(p, samples, confidence, seed, progress):
     from accounting.audit.dicesgd import dice_instance, dicesgd_epsilon_lower
+    from accounting.errors import InvalidParameter
 
+    if p.clip_mode == "automatic":
+        raise InvalidParameter(
+            "--clip-mode", "the DiceSGD audit instance models flat clipping only (use --clip-mode flat)"
+        )
+    # With the residual clip R the instance's excess gradient is at most R: xi' with gradient
+    # C1 + min(R, G - C1) has residual exactly that, which the residual clip leaves unchanged.
+    g_inst = p.grad_bound
+    if p.residual_clip is not None:
+        g_inst = p.c1 + p.residual_clip if g_inst is None else min(g_inst, p.c1 + p.residual_clip)
     inst = dice_instance(
         sample_rate=p.sample_rate,
         steps=int(p.steps),
@@ -223,7 +233,7 @@ def _audit_dicesgd(p, samples, confidence, seed, progress):
         c2=float(p.c2),
         batch_size=float(p.batch_size),
         noise_multiplier=float(p.noise_multiplier),
-        grad_bound=p.grad_bound,
+        grad_bound=g_inst,
     )
     n = int(p.dataset_size)
     g = inst.grad
@@ -247,6 +257,13 @@ def _audit_dicesgd(p, samples, confidence, seed, progress):
     if p.grad_bound is not None:
         checks.append(
             (f"instance gradient {g:.6g} <= --grad-bound {p.grad_bound:g}", g <= p.grad_bound + 1e-12)
+        )
+    if p.residual_clip is not None:
+        checks.append(
+            (
+                f"instance residual {g - p.c1:.6g} <= --residual-clip {p.residual_clip:g} (unchanged by it)",
+                g - p.c1 <= p.residual_clip * (1 + 1e-12),
+            )
         )
     details: dict[str, Any] = {"instance_gradient": g, "lattice_unit": inst.unit, "jump": inst.jump}
     if inst.jump == 0:

@@ -26,6 +26,9 @@ PARAM_DESTS = (
     "c2",
     "grad_bound",
     "max_noise_ratio",
+    "residual_clip",
+    "clip_mode",
+    "gamma",
     "schedule",
     "schedule_file",
     "schedule_rho",
@@ -98,7 +101,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         type=_c2,
         metavar="C2|auto",
         help="DiceSGD error-feedback clipping threshold (default 1); 'auto' = largest C2 whose certified "
-        "noise is within --max-noise-ratio of DP-SGD's",
+        "noise is within --max-noise-ratio of DP-SGD's, or, with --residual-clip or a --grad-bound above "
+        "C1, the smallest C2 with P(E^c) <= delta/100 (flush regime, docs/hidden-state.md)",
     )
     g.add_argument(
         "--grad-bound",
@@ -108,6 +112,22 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     )
     g.add_argument(
         "--max-noise-ratio", type=number, metavar="R", help="ratio used by --c2 auto (default 1.1)"
+    )
+    g.add_argument(
+        "--residual-clip",
+        type=_number,
+        metavar="R",
+        help="dicesgd only: DiceSGD with a residual clip, error increment clip(g, C1 + R) - clip(g, C1) "
+        "(norm <= R by construction); certifies the flush regime without a gradient bound",
+    )
+    g.add_argument(
+        "--clip-mode",
+        metavar="MODE",
+        help="dicesgd only: flat (default, min(1, C1/||g||) g) or automatic (C1 g/(||g|| + gamma)); "
+        "sets the residual bound rho used with --grad-bound",
+    )
+    g.add_argument(
+        "--gamma", type=_number, metavar="GAMMA", help="dicesgd --clip-mode automatic only (default 0.01)"
     )
     g = parser.add_argument_group("D2P2 family")
     g.add_argument(

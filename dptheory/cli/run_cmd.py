@@ -66,6 +66,12 @@ def register(sub) -> None:
     g.add_argument(
         "--clip-mode", default="flat", help="flat (min(1, C/||g||) g) or automatic (C g/(||g||+gamma))"
     )
+    g.add_argument(
+        "--residual-clip",
+        type=_num,
+        metavar="R",
+        help="dicesgd only: error increment clip(g, C1 + R) - clip(g, C1) (norm <= R; flush regime)",
+    )
     g = p.add_argument_group("clip family (clipsgd, clip21sgd, clip21sgd2m)")
     g.add_argument("--tau", type=number, help="clipping level tau (default 1)")
     g.add_argument("--beta", type=number, help="client momentum in (0, 1] (clip21sgd2m, default 0.5)")
@@ -148,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         beta=args.beta,
         beta_hat=args.beta_hat,
         gamma=args.gamma,
+        residual_clip=args.residual_clip,
         projection_dim=args.projection_dim,
         projection=args.projection,
         schedule=args.schedule,

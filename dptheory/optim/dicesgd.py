@@ -20,6 +20,15 @@ Alg. 3 (Adam variant), lines 5-9:
     8: x_{t+1} = x_t - eta (m1_t / (1 - beta1^t)) / (sqrt(m2_t / (1 - beta2^t)) + eps1)
     9: e_{t+1} = e_t + (1/B) sum g_i - ((1/B) sum clip(g_i, C1) + clip(e_t, C2))   (no w_t)
 
+Residual clip (``residual_clip=R``, dptheory issue 10; not in the paper): line 7's error increment
+of each example, ``g_i - clip(g_i, C1)``, is replaced by ``clip(g_i - clip(g_i, C1), R)``, i.e.
+
+    7': e_{t+1} = e_t - clip(e_t, C2) + (1/B) sum_{i in B_t} clip(g_i - c_i, R),   c_i = clip(g_i, C1)
+
+For flat clipping ``g - clip(g, C1)`` is parallel to g with norm ``max(0, ||g|| - C1)``, so this is
+``clip(g_i, C1 + R) - clip(g_i, C1)``. Every increment then has norm <= R by construction, which
+is what the flush-regime accountant needs (docs/hidden-state.md). ``residual_clip=None`` is Alg. 2.
+
 Reading: the loop runs from t = 0, where ``1 - beta^0 = 0`` would divide by zero; we use the
 usual Adam bias correction with the 1-based count ``t + 1``.
 """
@@ -31,7 +40,17 @@ from typing import Any
 import torch
 
 from accounting.errors import InvalidParameter
-from dptheory.optim.base import PrivateOptimizer, StepInfo, clip_factors, clip_vector, tree_randn, tree_zeros
+from dptheory.optim.base import (
+    PrivateOptimizer,
+    StepInfo,
+    TracedKernel,
+    clip_factors,
+    clip_vector,
+    per_sample_norms,
+    tree_randn,
+    tree_zeros,
+    weighted_sum,
+)
 
 
 class DiceSGD(PrivateOptimizer):
@@ -49,9 +68,13 @@ class DiceSGD(PrivateOptimizer):
         c2: float | None = None,
         clip_mode: str = "flat",
         gamma: float = 0.01,
+        residual_clip: float | None = None,
         **kw,
     ):
         super().__init__(params, loss_fn, data, **kw)
+        if residual_clip is not None and not residual_clip > 0:
+            raise InvalidParameter("--residual-clip", f"must be > 0 (got {residual_clip!r})")
+        self.residual_clip = None if residual_clip is None else float(residual_clip)
         if not c1 > 0:
             raise InvalidParameter("--c1", f"must be > 0 (got {c1!r})")
         c2 = c1 if c2 is None else c2
@@ -69,11 +92,49 @@ class DiceSGD(PrivateOptimizer):
     def noise_std(self, t: int = 0) -> float:
         return self.sigma1(t)
 
+    def _factor_c1(self, n):
+        return clip_factors(n, self.c1, mode=self.clip_mode, gamma=self.gamma)
+
+    def _factor_raw(self, n):
+        """Per-example factor f with ``c_i + r_i = f g_i`` (line 7's ``g_i``; line 7' with R).
+
+        ``r_i = clip(g_i - c_i, R)`` and ``g_i - c_i = (1 - s) g_i`` for the clip factor s, so
+        ``c_i + r_i = (s + (1 - s) min(1, R / (|1 - s| ||g_i||))) g_i``.
+        """
+        if self.residual_clip is None:
+            return torch.ones_like(n)
+        s = self._factor_c1(n)
+        rn = torch.abs(1.0 - s) * n
+        keep = torch.clamp(self.residual_clip / rn, max=1.0)
+        keep = torch.where(rn > 0, keep, torch.ones_like(keep))
+        return s + (1.0 - s) * keep
+
+    def _summed_pair(self, batch, b):
+        """``(sum_i s_i g_i, sum_i f_i g_i)`` (clip factors and :meth:`_factor_raw`) in one kernel."""
+        if b == 0:
+            return tree_zeros(self.params), tree_zeros(self.params)
+        kernel = self._kernels.get("residual-clip")
+        if kernel is None:
+            psg = self._psg
+
+            def kernel(params, batch):
+                g = psg(params, batch)
+                norms = per_sample_norms(g)
+                return weighted_sum(g, self._factor_c1(norms)), weighted_sum(g, self._factor_raw(norms))
+
+            if self.compile:
+                kernel = torch.compile(kernel, dynamic=True)
+            elif self.kernel != "vmap":
+                kernel = TracedKernel(kernel, trace_at=self._trace_at())
+            self._kernels["residual-clip"] = kernel
+        return kernel(self.params, batch)
+
     def _direction(self, batch, b):
-        """Returns ``(v_t without noise, (1/B) sum g_i)`` -- lines 5 and 7's ingredients."""
-        clipped, raw = self._summed(
-            batch, b, lambda n: clip_factors(n, self.c1, mode=self.clip_mode, gamma=self.gamma), raw=True
-        )
+        """Returns ``(v_t without noise, (1/B) sum (c_i + r_i))`` -- lines 5 and 7's ingredients."""
+        if self.residual_clip is None:
+            clipped, raw = self._summed(batch, b, self._factor_c1, raw=True)
+        else:
+            clipped, raw = self._summed_pair(batch, b)
         inv_b = 1.0 / self.expected_batch_size
         ce = clip_vector(self.e, self.c2)
         v = {k: inv_b * clipped[k] + ce[k] for k in self.params}
@@ -98,6 +159,8 @@ class DiceSGD(PrivateOptimizer):
             "batch_size": self.expected_batch_size,
             "c1": self.c1,
             "c2": self.c2,
+            **({} if self.residual_clip is None else {"residual_clip": self.residual_clip}),
+            **({"clip_mode": "automatic", "gamma": self.gamma} if self.clip_mode == "automatic" else {}),
             "noise_std": self.noise_std(0),
             "noise_on": "averaged clipped gradient + clipped feedback (sensitivity C1/B released; e hidden)",
         }
