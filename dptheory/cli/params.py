@@ -115,7 +115,7 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     )
     g.add_argument(
         "--residual-clip",
-        type=_number,
+        type=number,
         metavar="R",
         help="dicesgd only: DiceSGD with a residual clip, error increment clip(g, C1 + R) - clip(g, C1) "
         "(norm <= R by construction); certifies the flush regime without a gradient bound",
@@ -127,7 +127,7 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "sets the residual bound rho used with --grad-bound",
     )
     g.add_argument(
-        "--gamma", type=_number, metavar="GAMMA", help="dicesgd --clip-mode automatic only (default 0.01)"
+        "--gamma", type=number, metavar="GAMMA", help="dicesgd --clip-mode automatic only (default 0.01)"
     )
     g = parser.add_argument_group("D2P2 family")
     g.add_argument(

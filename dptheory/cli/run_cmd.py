@@ -68,7 +68,7 @@ def register(sub) -> None:
     )
     g.add_argument(
         "--residual-clip",
-        type=_num,
+        type=number,
         metavar="R",
         help="dicesgd only: error increment clip(g, C1 + R) - clip(g, C1) (norm <= R; flush regime)",
     )
