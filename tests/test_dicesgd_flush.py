@@ -233,7 +233,7 @@ def test_defaults_numbers():
     from dptheory import api
 
     for extra in (dict(grad_bound=1.5), dict(residual_clip=0.5)):
-        rep = api.calibrate(eps=2, delta=1e-5, algo="dicesgd", **extra)
+        rep = api.calibrate(defaults="paper", eps=2, delta=1e-5, algo="dicesgd", **extra)
         assert rep.details["regime"] == "flush"
         assert 1.50 < rep.noise_multiplier < 1.52
         assert rep.epsilon <= 2
@@ -242,7 +242,7 @@ def test_defaults_numbers():
 def test_c2_auto_with_residual_clip():
     from dptheory import api
 
-    rep = api.calibrate(eps=2, delta=1e-5, algo="dicesgd", residual_clip=0.5, c2="auto")
+    rep = api.calibrate(defaults="paper", eps=2, delta=1e-5, algo="dicesgd", residual_clip=0.5, c2="auto")
     c2 = rep.parameters["c2"]
     assert c2 > 0.5
     assert rep.details["regime"] == "flush" and rep.details["p_fail"] <= 1e-7
