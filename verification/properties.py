@@ -93,6 +93,15 @@ def renyi_gaussian_quadrature(alpha: float, a: float, b: float, sigma: float, dp
     return float(mp.log(integral) / (al - 1))
 
 
+def _log_expm1(x: np.ndarray) -> np.ndarray:
+    """log(e^x - 1) for x > 0, without overflow for large x."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore"):
+        return np.where(
+            x > 30.0, x + np.log1p(-np.exp(-np.minimum(x, 700.0))), np.log(np.expm1(np.minimum(x, 30.0)))
+        )
+
+
 def sgm_rdp_integer(q: float, z: float, alpha: int) -> float:
     """Exact RDP of the Poisson-subsampled Gaussian at an integer order (add/remove adjacency).
 
@@ -106,16 +115,18 @@ def sgm_rdp_integer(q: float, z: float, alpha: int) -> float:
     a = int(alpha)
     if q >= 1.0:
         return a / (2.0 * z**2)
-    k = np.arange(a + 1, dtype=float)
+    # Sum the nonnegative terms of A - 1 (binomial weights sum to 1): a plain log-sum-exp of A
+    # rounds A = 1 + 1e-17 to 1 at tiny q, i.e. the RDP to 0, which would hide a violation.
+    k = np.arange(2, a + 1, dtype=float)
     log_terms = (
         special.gammaln(a + 1)
         - special.gammaln(k + 1)
         - special.gammaln(a - k + 1)
         + (a - k) * math.log1p(-q)
         + k * math.log(q)
-        + (k * k - k) / (2.0 * z**2)
+        + _log_expm1((k * k - k) / (2.0 * z**2))
     )
-    return float(special.logsumexp(log_terms) / (a - 1))
+    return float(np.logaddexp(0.0, special.logsumexp(log_terms)) / (a - 1))
 
 
 def sgm_rdp(q: float, z: float, orders: np.ndarray) -> tuple[np.ndarray, str]:
