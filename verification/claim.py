@@ -206,6 +206,13 @@ class Claim:
     assumptions: tuple[str, ...]
     checks: tuple[Check, ...]
     notes: str = ""
+    #: Claims this one is derived from (a corollary from its theorem): it is confirmed only if
+    #: every premise is confirmed too; otherwise at most inconclusive, with the reason.
+    depends_on: tuple[str, ...] = ()
+    #: Non-empty when the rendering lost the statement and the checks test a reconstruction: a
+    #: reconstructed number can refute nothing the paper wrote and confirms nothing either, so
+    #: such a claim is at most inconclusive.
+    lost_text: str = ""
 
     def run(
         self, ctx: Context | None = None, *, on_check: Callable[[str], None] | None = None
@@ -218,7 +225,18 @@ class Claim:
             if on_check is not None:
                 on_check(f"{self.id}:{check.name}")
             results.append(check.run(ctx))
-        return ClaimResult(claim=self, checks=tuple(results))
+        caps: list[str] = []
+        if self.lost_text:
+            caps.append(
+                f"statement lost in the rendering ({self.lost_text}); the checks test a reconstruction"
+            )
+        for pid in self.depends_on:
+            from verification import registry
+
+            premise = registry.CLAIMS[pid].run(Context(seed=ctx.seed, quick=ctx.quick))
+            if premise.verdict is not Verdict.CONFIRMED:
+                caps.append(f"depends on {pid}, which is {premise.verdict.value}")
+        return ClaimResult(claim=self, checks=tuple(results), caps=tuple(caps))
 
 
 def combine(results: Sequence[CheckResult]) -> Verdict:
@@ -239,10 +257,15 @@ class ClaimResult:
 
     claim: Claim
     checks: tuple[CheckResult, ...] = field(default_factory=tuple)
+    #: Reasons that cap a confirmation at inconclusive (lost text, unconfirmed premises).
+    caps: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
-        return combine(self.checks)
+        v = combine(self.checks)
+        if v is Verdict.CONFIRMED and self.caps:
+            return Verdict.INCONCLUSIVE
+        return v
 
     @property
     def crashed(self) -> tuple[CheckResult, ...]:
@@ -258,7 +281,10 @@ class ClaimResult:
             pick = deciding
         else:
             pick = [r for r in deciding if r.verdict is Verdict.INCONCLUSIVE] or deciding
-        return " | ".join(f"{r.name}: {r.summary}" for r in pick)
+        text = " | ".join(f"{r.name}: {r.summary}" for r in pick)
+        if v is Verdict.INCONCLUSIVE and self.caps and combine(self.checks) is Verdict.CONFIRMED:
+            return "capped at inconclusive: " + "; ".join(self.caps) + " | checks: " + text
+        return text
 
     @property
     def seconds(self) -> float:
@@ -275,6 +301,8 @@ class ClaimResult:
             "statement": c.statement,
             "formula": c.formula,
             "assumptions": list(c.assumptions),
+            "depends_on": list(c.depends_on),
+            "caps": list(self.caps),
             "evidence": [r.to_json() for r in self.checks],
             "seconds": round(self.seconds, 3),
         }

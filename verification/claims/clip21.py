@@ -602,6 +602,7 @@ CLAIMS = [
     Claim(
         id="clip21.thm1",
         paper=PAPER,
+        lost_text="the rendering lost the theorem's constants, step sizes and instance",
         location="Theorem 1 (proof App. C)",
         statement=(
             "There is a convex L-smooth problem with sub-Gaussian stochastic gradients on which the ideal "
@@ -623,6 +624,7 @@ CLAIMS = [
     Claim(
         id="clip21.thm2",
         paper=PAPER,
+        lost_text="the rendering lost the statement's formulas and step sizes",
         location="Theorem 2 (full statement Thm 5, App. D)",
         statement=(
             "With full gradients and no DP noise, Clip21-SGD2M attains min_t ||grad f(x_t)||^2 = O(1/T) and "
@@ -644,6 +646,7 @@ CLAIMS = [
     Claim(
         id="clip21.cor1",
         paper=PAPER,
+        lost_text="the rendering lost Corollary 1's noise formula and constants",
         location="Corollary 1 (proof App. F)",
         statement=(
             "Each round is a Gaussian mechanism (Dwork & Roth Thm 3.22) and T rounds compose by advanced "

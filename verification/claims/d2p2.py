@@ -1178,6 +1178,7 @@ CLAIMS = [
     Claim(
         id="d2p2.cor1",
         paper=PAPER,
+        depends_on=("d2p2.thm2",),
         location="Corollary 1",
         statement="With alpha = O(1/sqrt(K)), E[f(xbar_K)] - f* <= O(1/sqrt(K) + ln K / K^1.5).",
         formula="alpha = c/sqrt(K)  =>  E[f(xbar_K) - f*] = O(1/sqrt(K) + ln K/K^1.5)",

@@ -1576,6 +1576,7 @@ CLAIMS = [
     Claim(
         id="dicesgd.cor3.8",
         paper=PAPER,
+        depends_on=("dicesgd.thm3.6",),
         location="Corollary 3.8",
         statement=(
             "With eta = O(1/sqrt(T)), 0 < 3C1 < C2 <= C/B, sigma1^2 as in Thm 3.7 and T = O(N^2 eps^2/(G~ "
