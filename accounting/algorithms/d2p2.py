@@ -203,10 +203,10 @@ class _D2P2Family(Algorithm):
 
     def _accountant_fn(self, p: PrivacyParams, accountant: str, z: np.ndarray, counts: np.ndarray):
         """``eps_of(factor, delta) -> EpsilonValue``: multipliers ``z / factor``, each ``counts`` times."""
-        if accountant == "pld" and np.any(counts > 1) and not np.all(z == z[0]):
+        if accountant == "pld" and int(counts.sum()) > EXACT_STEPS:
             raise InvalidParameter(
                 "--accountant",
-                f"pld takes decaying schedules of at most {EXACT_STEPS} steps "
+                f"pld takes schedules of at most {EXACT_STEPS} steps "
                 f"(got {int(counts.sum())}); use rdp",
             )
 

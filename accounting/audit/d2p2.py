@@ -92,7 +92,11 @@ def fresh_projection_epsilon_lower(
     t = int(np.sum(counts))
     best = (0.0, 0.0, 0.0)
     for tail in (0.5, 0.1, 0.02, 1e-3, 1e-5, 1e-8):  # per-step P(s_k < c)
-        c = math.sqrt(float(stats.chi2.isf(1.0 - tail / max(t, 1), p)) / p)
+        # lower quantile through ppf: isf(1 - tiny) rounds 1 - 1e-17 to 1 and returns c = 0
+        c2 = float(stats.chi2.ppf(tail / max(t, 1), p)) / p
+        if not (math.isfinite(c2) and c2 > 0):
+            continue
+        c = math.sqrt(c2)
         log_pg = t * float(stats.chi2.logsf(p * c * c, p))
         target = delta / math.exp(log_pg) if log_pg > math.log(delta) else 1.0
         if not target < 1.0:
