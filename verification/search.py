@@ -170,7 +170,11 @@ class SearchResult:
         return (
             f"max violation ratio {_num(self.max_ratio):.4g} at {where} over {self.evaluations} evaluations "
             f"({self.feasible} feasible) spanning "
-            + ", ".join(f"{k}: {v}" for k, v in self.decades.items())
+            + ", ".join(
+                f"{k} [{v['min']:.3g}, {v['max']:.3g}]"
+                + (f" ({v['decades']:.1f} decades)" if "decades" in v else "")
+                for k, v in self.decades.items()
+            )
         )
 
 
@@ -297,9 +301,9 @@ def adversarial_search(
             v = vals[p.name]
             if p.log:
                 lo, hi = float(v.min()), float(v.max())
-                decades[p.name] = f"[{lo:.3g}, {hi:.3g}] = {math.log10(hi / lo):.1f} decades"
+                decades[p.name] = {"min": _num(lo), "max": _num(hi), "decades": round(math.log10(hi / lo), 2)}
             else:
-                decades[p.name] = f"[{float(v.min()):.3g}, {float(v.max()):.3g}]"
+                decades[p.name] = {"min": _num(float(v.min())), "max": _num(float(v.max()))}
     argmax = None
     if best["u"] is not None:
         argmax = {kk: float(v[0]) for kk, v in domain.point(best["u"][None, :]).items()}
