@@ -185,7 +185,11 @@ PINNED = {
     "dicesgd.lemma-a1": Verdict.CONFIRMED,
     "d2p2.lemma4": Verdict.REFUTED,  # 'only if' fails (RDP conversion is not tight)
     "d2p2.projection-postprocessing": Verdict.REFUTED,  # projection precedes the noise
-    "clip21.thm1": Verdict.CONFIRMED,
+    "clip21.thm1": Verdict.CONFIRMED,  # existential: a verified witness
+    "d2p2.lemma5": Verdict.REFUTED,  # small sigma, tiny q (tests/test_counterexamples.py)
+    "dicesgd.thm3.6": Verdict.REFUTED,  # gradient bound far above C1 + C2 (tests/test_counterexamples.py)
+    "dicesgd.cor3.8": Verdict.INCONCLUSIVE,  # derived from refuted premises (thm3.6, thm3.7)
+    "clip21.thm2": Verdict.INCONCLUSIVE,  # its only check cannot return refuted: informative
 }
 
 
