@@ -15,6 +15,7 @@ from verification import properties as P
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
 from verification.claims._util import audit_refutes_or_silent, g, optional_module, unavailable
+from verification.search import Reading
 
 PAPER = "clip21"
 
@@ -582,6 +583,122 @@ def _cor1_alt_reading(ctx: Context) -> Outcome:
     )
 
 
+# --------------------------------------------------------------------------- Cor. 1: domain search
+#
+# The rendering lost Corollary 1's statement (the noise level and its conditions); what survives is
+# the proof's recipe (Gaussian mechanism, Dwork & Roth Thm 3.22, per round; advanced composition,
+# Thm 3.20 / Cor. 3.21). The noise level is therefore a reconstruction: it is searched under two
+# readings of its domain, and neither may decide (issue 8: never confirm against a reconstructed
+# number).
+
+
+def cor1_violation_ratio(p: dict) -> np.ndarray:
+    """delta_exact(eps) / delta at the reconstructed noise, vectorised (float; witnesses use mpmath).
+
+    T rounds of a Gaussian with sensitivity 2 tau and std sigma are mu-GDP with
+    mu = sqrt(T) 2 tau / sigma = eps / (4 sqrt(ln(2/delta) ln(2.5 T/delta))) (tau cancels).
+    """
+    from scipy.special import log_ndtr
+
+    eps, d, T = p["eps"], p["delta"], p["T"]
+    mu = eps / (4 * np.sqrt(np.log(2 / d) * np.log(2.5 * T / d)))
+    a = log_ndtr(-eps / mu + mu / 2)
+    b = eps + log_ndtr(-eps / mu - mu / 2)
+    logdel = a + np.log1p(-np.exp(np.minimum(b - a, 0)))
+    return np.exp(logdel - np.log(d))
+
+
+def cor1_exact(eps: float, delta: float, rounds: int, tau: float = 1.0, dps: int = 50) -> dict:
+    """Exact delta(eps) of the T-fold Gaussian at the reconstructed noise, in mpmath."""
+    import mpmath as mp
+
+    mp.mp.dps = dps
+    sig, parts = clip21_paper_sigma(eps, delta, rounds, tau)
+    mu = mp.sqrt(rounds) * 2 * tau / mp.mpf(sig)
+    e = mp.mpf(eps)
+    d_exact = mp.ncdf(-e / mu + mu / 2) - mp.e**e * mp.ncdf(-e / mu - mu / 2)
+    return {
+        "eps": eps,
+        "delta": delta,
+        "T": rounds,
+        "sigma_paper": sig,
+        "eps0": parts["eps0"],
+        "mu_gdp": float(mu),
+        "exact_delta_at_eps": float(d_exact),
+        "ratio": float(d_exact / delta),
+    }
+
+
+def cor1_domain(eps_below_one: bool):
+    from verification.search import Constraint, Domain, Param
+
+    return Domain(
+        params=(
+            Param("eps", "lost in the rendering", 1e-4, 1e4),
+            Param("delta", "lost in the rendering; (0, 1) assumed", 1e-20, 0.999),
+            Param("T", "rounds T >= 1", 1, 1e8, integer=True),
+        ),
+        constraints=(Constraint("eps < 1 (Dwork & Roth Cor. 3.21)", lambda p: p["eps"] < 1),)
+        if eps_below_one
+        else (),
+        fixed={"tau": "1 (cancels)", "adjacency": "local DP: any two messages of norm <= tau"},
+        source="Corollary 1 (statement lost; proof in App. F)",
+    )
+
+
+def _cor1_search(eps_below_one: bool):
+    def check(ctx: Context) -> Outcome:
+        from verification.search import adversarial_search
+
+        res = adversarial_search(
+            cor1_domain(eps_below_one),
+            cor1_violation_ratio,
+            samples=256 if ctx.quick else 2048,
+            maxiter=20 if ctx.quick else 60,
+            seed=ctx.seed,
+        )
+        details = res.details()
+        if res.counterexample is not None:
+            cx = res.counterexample
+            exact = cor1_exact(cx["eps"], cx["delta"], int(cx["T"]))
+            plain = cor1_exact(100.0, 0.5, 1)
+            details["search_argmax_exact"] = exact
+            details["smaller_witness_exact"] = plain
+            if exact["ratio"] > 1:
+                return Outcome(
+                    Verdict.REFUTED,
+                    f"at eps={plain['eps']:g}, delta={plain['delta']:g}, T={plain['T']} the reconstructed "
+                    f"noise sigma={plain['sigma_paper']:.4g} gives exact delta(eps) = "
+                    f"{plain['exact_delta_at_eps']:.4g} > delta (ratio {plain['ratio']:.4g}); search max "
+                    f"delta ratio {res.max_ratio:.4g} at eps={cx['eps']:.4g}, delta={cx['delta']:.3g}, "
+                    f"T={cx['T']:g} (exact {exact['ratio']:.4g})",
+                    "adversarial search + mpmath replay (exact GDP composition)",
+                    details,
+                    reproduce=(
+                        'python -c "from verification.claims.clip21 import cor1_exact; '
+                        'print(cor1_exact(100.0, 0.5, 1))"'
+                    ),
+                )
+        return Outcome(
+            Verdict.CONFIRMED if res.counterexample is None else Verdict.INCONCLUSIVE,
+            "no violation on the searched domain: " + res.summary(),
+            "adversarial search (exact GDP composition vs the target delta)",
+            details,
+        )
+
+    return check
+
+
+def _cor1_statement_lost(ctx: Context) -> Outcome:
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        "Corollary 1's statement (noise level, conditions on eps, delta, T) is lost in the rendering; the "
+        "noise checked is a reconstruction from the proof's recipe, so no check may decide",
+        "(none: lost text)",
+        {"reason": "statement lost in the rendering; see the readings for what the reconstruction gives"},
+    )
+
+
 CLAIMS = [
     Claim(
         id="clip21.example1",
@@ -658,10 +775,26 @@ CLAIMS = [
             "local DP, add noise on every client every round",
         ),
         checks=(
+            Check("statement-lost", "privacy", _cor1_statement_lost),
+            Check(
+                "search-eps<1",
+                "privacy",
+                _cor1_search(True),
+                deciding=False,
+                reading="reconstructed noise, eps < 1 (the cited Cor. 3.21's domain)",
+            ),
+            Check(
+                "search-any-eps",
+                "privacy",
+                _cor1_search(False),
+                deciding=False,
+                reading="reconstructed noise, any eps > 0",
+            ),
             Check(
                 "paper-vs-certified-noise",
                 "privacy",
                 _cor1_check,
+                deciding=False,
                 reading=(
                     "Cor. 3.21: eps0 = eps/(2 sqrt(2T ln(2/delta))), delta0 = delta/(2T), sensitivity 2 tau"
                 ),
@@ -675,6 +808,17 @@ CLAIMS = [
                 "(accounting's claimed mode)",
             ),
             Check("audit-at-paper-noise", "privacy", _cor1_audit, deciding=False),
+        ),
+        domain=cor1_domain(False),
+        readings=(
+            Reading(
+                "reconstructed noise, eps < 1 (the cited Cor. 3.21's domain)",
+                "the proof invokes Dwork & Roth Cor. 3.21, stated for 0 < eps < 1",
+            ),
+            Reading(
+                "reconstructed noise, any eps > 0",
+                "the statement is lost; nothing that survives (text, App. F) bounds eps",
+            ),
         ),
     ),
 ]
