@@ -306,8 +306,10 @@ class ClaimResult:
             )
             v = self.own_verdict
         if not deciding:
-            return prefix + "no deciding check (only informative ones): " + " | ".join(
-                f"{r.name}: {r.summary}" for r in self.checks
+            return (
+                prefix
+                + "no deciding check (only informative ones): "
+                + " | ".join(f"{r.name}: {r.summary}" for r in self.checks)
             )
         if v is Verdict.REFUTED:
             pick = [r for r in deciding if r.verdict is Verdict.REFUTED]
@@ -315,7 +317,17 @@ class ClaimResult:
             pick = deciding
         else:
             pick = [r for r in deciding if r.verdict is Verdict.INCONCLUSIVE] or deciding
-        return prefix + " | ".join(f"{r.name}: {r.summary}" for r in pick)
+        text = prefix + " | ".join(f"{r.name}: {r.summary}" for r in pick)
+        per = self.readings_json()
+        if len({r["verdict"] for r in per}) > 1:  # the verdict depends on the reading: say so
+            text += (
+                " [per reading: "
+                + "; ".join(
+                    f"{r['reading']}{' (headline)' if r['headline'] else ''}: {r['verdict']}" for r in per
+                )
+                + "]"
+            )
+        return text
 
     @property
     def seconds(self) -> float:
