@@ -583,6 +583,94 @@ def _cor1_alt_reading(ctx: Context) -> Outcome:
     )
 
 
+# --------------------------------------------------------------------------- Example 1: domain search
+
+
+def example1_domain():
+    from verification.search import Domain, Param
+
+    return Domain(
+        params=(
+            Param("a", "a > 0", 1e-6, 1e6),
+            Param("L", "L > 0", 1e-6, 1e6),
+            Param("tau/(L a)", "(0, 1): a small clipping level, tau < L a", 1e-9, 1 - 1e-9),
+            Param("x0/(a - tau/L)", "[-1, 1]: |x0| <= a - tau/L", -1.0, 1.0, log=False),
+            Param("gamma", "stepsize > 0 (none stated)", 1e-6, 1e6),
+        ),
+        fixed={"clients": "2 (f1, f2 as in Example 1)", "d": "1"},
+        source="Example 1",
+    )
+
+
+def example1_exact_step(a, L, tau, x0, gamma) -> dict:
+    """One Clip-GD step in exact rational arithmetic on the float parameters (a state that does not
+    move in one deterministic step never moves)."""
+    from fractions import Fraction as F
+
+    a, L, tau, x0, gamma = (F(float(v)) for v in (a, L, tau, x0, gamma))
+
+    def clip(v):
+        return v if abs(v) <= tau else tau * (1 if v > 0 else -1)
+
+    x1 = x0 - gamma * (clip(L * (x0 - a)) + clip(L * (x0 + a))) / 2
+    return {"in_domain": bool(abs(x0) <= a - tau / L and tau > 0), "moved": float(abs(x1 - x0))}
+
+
+def _ex1_ratio(p):
+    a, L = p["a"], p["L"]
+    tau = p["tau/(L a)"] * L * a
+    x0 = p["x0/(a - tau/L)"] * (a - tau / L)
+    gm = p["gamma"]
+    x1 = x0 - gm * (np.clip(L * (x0 - a), -tau, tau) + np.clip(L * (x0 + a), -tau, tau)) / 2
+    r = np.abs(x1 - x0) / (1e-9 * a)  # > 1: moved by more than 1e-9 a
+    # where floats say "moved", decide exactly (rational arithmetic on the float parameters): a
+    # point whose rounded x0 left the domain is infeasible, not a counterexample
+    for i in np.flatnonzero(r > 1):
+        ex = example1_exact_step(a[i], L[i], tau[i], x0[i], gm[i])
+        r[i] = ex["moved"] / (1e-9 * a[i]) if ex["in_domain"] else np.nan
+    return r
+
+
+def _ex1_search(ctx: Context) -> Outcome:
+    from verification.search import adversarial_search
+
+    res = adversarial_search(
+        example1_domain(),
+        _ex1_ratio,
+        samples=256 if ctx.quick else 4096,
+        maxiter=15 if ctx.quick else 60,
+        seed=ctx.seed,
+    )
+    details = res.details()
+    details["ratio"] = "|x1 - x0| / (1e-9 a): > 1 means Clip-GD moved (float); candidates replayed exactly"
+    if res.counterexample is not None:
+        cx = res.counterexample
+        tau = cx["tau/(L a)"] * cx["L"] * cx["a"]
+        x0 = cx["x0/(a - tau/L)"] * (cx["a"] - tau / cx["L"])
+        ex = example1_exact_step(cx["a"], cx["L"], tau, x0, cx["gamma"])
+        details["exact_replay"] = ex
+        if ex["in_domain"] and ex["moved"] > 0:
+            return Outcome(
+                Verdict.REFUTED,
+                f"Clip-GD moves (exactly, by {ex['moved']:.3g}) at a={cx['a']:.4g}, L={cx['L']:.4g}, "
+                f"tau={tau:.4g}, x0={x0:.4g}",
+                "adversarial search + exact rational replay",
+                details,
+            )
+        return Outcome(
+            Verdict.INCONCLUSIVE,
+            f"the search's worst point does not replay exactly ({ex})",
+            "adversarial search + exact rational replay",
+            details,
+        )
+    return Outcome(
+        Verdict.CONFIRMED,
+        "confirmed on the searched domain: " + res.summary(),
+        "adversarial search over the Example 1 family (one step decides: the iteration is deterministic)",
+        details,
+    )
+
+
 # --------------------------------------------------------------------------- Cor. 1: domain search
 #
 # The rendering lost Corollary 1's statement (the noise level and its conditions); what survives is
@@ -711,8 +799,10 @@ CLAIMS = [
         ),
         formula="|x0| <= a - tau/L  =>  x_t = x0 for all t",
         assumptions=("two clients, one dimension", "tau < L a"),
+        domain=example1_domain(),
         checks=(
             Check("never-moves", "property", _ex1_property),
+            Check("adversarial-search", "property", _ex1_search),
             Check("project-runner", "empirical", _runner_example1, deciding=False),
         ),
     ),
