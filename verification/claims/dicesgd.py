@@ -293,6 +293,65 @@ def _fixed_point_ef(ctx: Context) -> Outcome:
     )
 
 
+def fixed_point_ef_domain():
+    from verification.search import Domain, Param
+
+    return Domain(
+        params=(
+            Param("d", "any dimension", 1, 200, integer=True),
+            Param("N", "any number of samples >= 2", 2, 200, integer=True),
+            Param("C1", "C1 > 0", 1e-6, 1e6),
+            Param("C2/C1", "[1, inf): C2 >= C1", 1.0, 1e6),
+            Param("gradient scale", "per-sample gradients at x*: any, mean zero", 1e-6, 1e6),
+            Param("tail", "log-normal spread of per-sample norms (heavy tails)", 1e-3, 10.0),
+            Param("draw", "which random gradient set (seed)", 0, 1e6, log=False, integer=True),
+        ),
+        source="§3.1 (fixed-point analysis of Alg. 2)",
+    )
+
+
+def _fixed_point_ef_ratio(p):
+    out = np.empty(len(p["d"]))
+    for i in range(out.size):
+        rng = np.random.default_rng(int(p["draw"][i]))
+        n, d = int(p["N"][i]), int(p["d"][i])
+        raw = rng.standard_normal((n, d)) * np.exp(p["tail"][i] * rng.standard_normal((n, 1)))
+        grads_ = p["gradient scale"][i] * (raw - raw.mean(axis=0))
+        c1 = p["C1"][i]
+        c2 = c1 * p["C2/C1"][i]
+        clipped = grads_ * np.minimum(
+            1.0, c1 / np.maximum(np.linalg.norm(grads_, axis=1, keepdims=True), 1e-300)
+        )
+        e = -clipped.mean(axis=0)
+        # the construction solves E v = mean clip + clip(e, C2) = 0 iff clip(e, C2) = e iff ||e|| <= C2
+        out[i] = float(np.linalg.norm(e)) / c2
+    return out
+
+
+def _fixed_point_ef_search(ctx: Context) -> Outcome:
+    from verification.search import adversarial_search
+
+    res = adversarial_search(
+        fixed_point_ef_domain(),
+        _fixed_point_ef_ratio,
+        samples=128 if ctx.quick else 2048,
+        maxiter=5 if ctx.quick else 40,
+        popsize=5 if ctx.quick else 10,
+        seed=ctx.seed,
+        tol=1e-12,
+    )
+    details = res.details()
+    details["ratio"] = "||e|| / C2 with e = -(1/N) sum clip(g_i, C1): the construction works iff <= 1"
+    verdict = Verdict.REFUTED if res.counterexample is not None else Verdict.CONFIRMED
+    return Outcome(
+        verdict,
+        ("counterexample: " if res.counterexample is not None else "confirmed on the searched domain: ")
+        + res.summary(),
+        "adversarial search over per-sample gradient sets at x* (dimension, N, scales, tails, draws)",
+        details,
+    )
+
+
 def _fixed_point_ef_control(ctx: Context) -> Outcome:
     """Negative control: with C2 < C1 the same construction must fail somewhere (the check can fail)."""
 
@@ -1731,8 +1790,10 @@ CLAIMS = [
         ),
         formula="(1/N) sum clip(g_i, C1) = -clip(e, C2)  and  grad f(x) = 0  solvable when C2 >= C1",
         assumptions=("C2 >= C1",),
+        domain=fixed_point_ef_domain(),
         checks=(
             Check("construction", "property", _fixed_point_ef),
+            Check("adversarial-search", "property", _fixed_point_ef_search),
             Check("negative-control-C2<C1", "property", _fixed_point_ef_control, deciding=False),
             Check(
                 "noise-free-run",
