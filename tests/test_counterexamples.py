@@ -37,7 +37,11 @@ def test_d2p2_lemma5_verdict_is_refuted_with_the_witness() -> None:
     search = next(c for c in res.checks if c.name == "adversarial-search")
     assert search.verdict is Verdict.REFUTED and "lemma5_exact_ratio" in search.evidence.reproduce
     readings = {r["reading"]: r["verdict"] for r in res.readings_json()}
-    assert readings == {"as stated": "refuted", "with the cited source's conditions": "confirmed"}
+    assert readings == {
+        "as stated": "refuted",
+        "with the cited source's conditions": "confirmed",
+        "log read as log10": "refuted",
+    }
 
 
 def test_dicesgd_thm36_counterexample_gradient_far_above_clipping() -> None:

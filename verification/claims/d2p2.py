@@ -257,7 +257,9 @@ def lemma5_log_rdp_integer(q: float, sigma: float, eta: int) -> float:
     return log_rdp_times - math.log(a - 1)
 
 
-def lemma5_exact_ratio(q: float, sigma: float, eta: float, dps: int = 50) -> dict:
+def lemma5_exact_ratio(
+    q: float, sigma: float, eta: float, dps: int = 50, log_base: float | None = None
+) -> dict:
     """Exact e~(eta) / (7 q^2 eta / sigma^2) in mpmath (closed form at integer eta, quadrature otherwise).
 
     The pair of neighbouring inputs is one record whose clipped gradient is a unit vector u versus
@@ -281,7 +283,7 @@ def lemma5_exact_ratio(q: float, sigma: float, eta: float, dps: int = 50) -> dic
         rdp = mp.mpf(P.sgm_rdp_quadrature(q, sigma, eta, dps=dps))
         how = "quadrature (mpmath)"
     bound = 7 * qq**2 * mp.mpf(eta) / ss**2
-    limit = ss**2 / 2 * mp.log(1 / qq)
+    limit = ss**2 / 2 * (mp.log(1 / qq) if log_base is None else mp.log(1 / qq, log_base))
     return {
         "q": q,
         "sigma": sigma,
@@ -305,14 +307,16 @@ def _lemma5_ratio(p: dict) -> np.ndarray:
     return out
 
 
-def lemma5_domain(source_conditions: bool = False):
+def lemma5_domain(source_conditions: bool = False, log_base: float | None = None):
     """Lemma 5's domain as the paper states it (q = B/n < 1/10, eta <= (sigma^2/2) log(n/B), no bound
     on sigma); with ``source_conditions`` also Abadi et al. (2016) Lemma 3's sigma >= 1, q < 1/(16 sigma)."""
     from verification.search import Constraint, Domain, Param
 
+    lb = math.log(log_base) if log_base else 1.0
     cons = [
         Constraint(
-            "1 < eta <= (sigma^2/2) log(1/q)", lambda p: p["eta"] <= p["sigma"] ** 2 / 2 * np.log(1 / p["q"])
+            "1 < eta <= (sigma^2/2) log(1/q)" + (f" (log base {log_base:g})" if log_base else ""),
+            lambda p: p["eta"] <= p["sigma"] ** 2 / 2 * np.log(1 / p["q"]) / lb,
         )
     ]
     if source_conditions:
@@ -342,11 +346,11 @@ _LEMMA5_PROBES = (
 )
 
 
-def _lemma5_search(source_conditions: bool):
+def _lemma5_search(source_conditions: bool, log_base: float | None = None):
     def check(ctx: Context) -> Outcome:
         from verification.search import adversarial_search
 
-        dom = lemma5_domain(source_conditions)
+        dom = lemma5_domain(source_conditions, log_base)
         probes = [p for p in _LEMMA5_PROBES if dom.contains(p)]
         res = adversarial_search(
             dom,
@@ -363,10 +367,13 @@ def _lemma5_search(source_conditions: bool):
         )
         if res.counterexample is not None:
             cx = res.counterexample
-            exact = lemma5_exact_ratio(cx["q"], cx["sigma"], int(cx["eta"]))
+            exact = lemma5_exact_ratio(cx["q"], cx["sigma"], int(cx["eta"]), log_base=log_base)
             details["counterexample_exact"] = exact
             # the least extreme witnesses: n = 1e9 at an integer order, n = 1e5 at a fractional one
-            plain = [lemma5_exact_ratio(1e-9, 0.45, 2), lemma5_exact_ratio(1e-5, 0.45, 1.1)]
+            plain = [
+                lemma5_exact_ratio(1e-9, 0.45, 2, log_base=log_base),
+                lemma5_exact_ratio(1e-5, 0.45, 1.1, log_base=log_base),
+            ]
             details["plausible_counterexamples"] = plain
             witnesses = [w for w in [exact, *plain] if w["in_domain"] and w["ratio"] > 1 + 1e-9]
             if witnesses:
@@ -374,8 +381,8 @@ def _lemma5_search(source_conditions: bool):
                 lim, ex, bd = w["eta_limit_(sigma^2/2)log(1/q)"], w["exact_rdp"], w["bound_7q^2eta/sigma^2"]
                 return Outcome(
                     Verdict.REFUTED,
-                    f"q={w['q']:g} (e.g. n=1e9, B=1), sigma={w['sigma']}, eta={w['eta']} is in the stated "
-                    f"domain (eta <= {lim:.4g}) but the exact RDP {ex:.6g} > 7q^2 eta/sigma^2 = {bd:.6g} "
+                    f"q={w['q']:g} (n/B = {1 / w['q']:.3g}), sigma={w['sigma']:.4g}, eta={w['eta']} is in "
+                    f"the domain (eta <= {lim:.4g}) but the exact RDP {ex:.6g} > 7q^2 eta/sigma^2 = {bd:.6g} "
                     f"(ratio {w['ratio']:.4g}, {w['arithmetic']}); search max ratio {res.max_ratio:.4g} at "
                     f"q={cx['q']:.3g}, sigma={cx['sigma']:.3g}, eta={cx['eta']:g}",
                     "adversarial search (log-uniform + corners + differential evolution) over the stated "
@@ -1268,9 +1275,21 @@ CLAIMS = [
                 deciding=False,
                 reading="with the cited source's conditions",
             ),
+            Check(
+                "adversarial-search-log10",
+                "property",
+                _lemma5_search(source_conditions=False, log_base=10.0),
+                deciding=False,
+                reading="log read as log10",
+            ),
         ),
         domain=lemma5_domain(),
         readings=(
+            Reading(
+                "log read as log10",
+                "log is not subscripted; the proof's 1.75 q log(1/q) <= 0.42 at q = 1/10 holds for ln "
+                "(0.40), so ln is the proof's reading and log10 only a possible one",
+            ),
             Reading(
                 "as stated",
                 "the lemma's own conditions: q < 1/10 and the order limit; no bound on sigma",
