@@ -76,3 +76,56 @@ def test_dicesgd_thm36_verdict_is_refuted_and_cor38_not_confirmed() -> None:
         "thm36_huber_run" in next(c for c in thm.checks if c.name == "adversarial-search").evidence.reproduce
     )
     assert cor.verdict is Verdict.INCONCLUSIVE and "dicesgd.thm3.6: refuted" in cor.summary
+
+
+def test_dicesgd_thm37_refuted_under_the_proofs_reading() -> None:
+    """C squared with C = B C2 (the proof's reading): G >> N C2 leaks through the error state."""
+    from accounting.algorithms.base import PrivacyParams
+    from accounting.audit import run_audit
+    from verification.claims.dicesgd import THM37_FAR_CASE as c
+    from verification.claims.dicesgd import dicesgd_claimed_sigma1, thm37_domain
+
+    C = c["batch"] * c["c2"]
+    gprime = c["G"] + c["sigma"] - c["c1"]
+    assert thm37_domain().contains(
+        {
+            "N": c["n"],
+            "B": c["batch"],
+            "T": c["steps"],
+            "C1": c["c1"],
+            "C2": c["c2"],
+            "C": C,
+            "G": c["G"],
+            "sigma": c["sigma"],
+            "eps": c["eps"],
+            "delta": c["delta"],
+        }
+    )
+    s1 = dicesgd_claimed_sigma1(
+        eps=c["eps"],
+        delta=c["delta"],
+        steps=c["steps"],
+        n=c["n"],
+        c1=c["c1"],
+        c2=c["c2"],
+        gprime=gprime,
+        reading="C-squared",
+        c_sens=C,
+    )
+    # G~ = C1^2 + 2 min{C, G'}^2 = 1 + 2*10^2 = 201; sigma1^2 = 32 T G~ ln(1/delta) / (N^2 eps^2)
+    assert math.isclose(s1**2, 32 * 1000 * 201 * math.log(1e5) / (1000**2 * 4), rel_tol=1e-12)
+    z = s1 * c["batch"] / c["c1"]
+    params = PrivacyParams(
+        algo="dicesgd",
+        noise_multiplier=z,
+        delta=c["delta"],
+        sample_rate=c["batch"] / c["n"],
+        steps=c["steps"],
+        dataset_size=c["n"],
+        batch_size=c["batch"],
+        c1=c["c1"],
+        c2=c["c2"],
+        grad_bound=c["G"],
+    )
+    audit = run_audit(params, samples=1000, confidence=0.99, seed=0)
+    assert audit.epsilon_lower > 10 * c["eps"]
