@@ -185,7 +185,7 @@ PINNED = {
     "dicesgd.lemma-a1": Verdict.CONFIRMED,
     "d2p2.lemma4": Verdict.REFUTED,  # 'only if' fails (RDP conversion is not tight)
     "d2p2.projection-postprocessing": Verdict.REFUTED,  # projection precedes the noise
-    "clip21.thm1": Verdict.CONFIRMED,  # existential: a verified witness
+    "clip21.thm1": Verdict.INCONCLUSIVE,  # conclusion lost in the rendering; the witness is informative
     "d2p2.lemma5": Verdict.REFUTED,  # small sigma, tiny q (tests/test_counterexamples.py)
     "dicesgd.thm3.6": Verdict.REFUTED,  # gradient bound far above C1 + C2 (tests/test_counterexamples.py)
     "dicesgd.cor3.8": Verdict.INCONCLUSIVE,  # derived from refuted premises (thm3.6, thm3.7)

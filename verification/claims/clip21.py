@@ -787,6 +787,21 @@ def _cor1_statement_lost(ctx: Context) -> Outcome:
     )
 
 
+def _thm1_statement_lost(ctx: Context) -> Outcome:
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        "Theorem 1's conditions (stepsize, clipping level, T) and its conclusion (the displayed bound, and "
+        "the second part on batch size and workers) are lost in the rendering; a witness for a "
+        "reconstructed conclusion cannot decide it",
+        "(none: lost text)",
+        {
+            "surviving_text": "Let . There exists a convex, -smooth problem, clipping parameter , and an "
+            "unbiased stochastic gradient satisfying Assumption 2 such that the method (6) is run with a stepsize "
+            "and clipping parameter , then for all we have",
+        },
+    )
+
+
 CLAIMS = [
     Claim(
         id="clip21.example1",
@@ -816,7 +831,17 @@ CLAIMS = [
         ),
         formula="exists f convex, L-smooth, noise sub-Gaussian: E f(x_t) - f* >= c > 0 for all t",
         assumptions=("convex, L-smooth", "unbiased sub-Gaussian stochastic gradients (Assumption 2)"),
-        checks=(Check("reconstructed-instance", "empirical", _thm1_check, can_refute=False),),
+        checks=(
+            Check("statement-lost", "empirical", _thm1_statement_lost),
+            Check(
+                "reconstructed-instance",
+                "empirical",
+                _thm1_check,
+                deciding=False,
+                can_refute=False,
+                reading="reconstructed conclusion: E f(x_t) - f* stays bounded away from 0",
+            ),
+        ),
         existential=True,
         notes=(
             "The instance is reconstructed (the rendering lost it): f = (L/2)x^2 with bounded zero-mean, "
