@@ -796,8 +796,8 @@ def _thm1_statement_lost(ctx: Context) -> Outcome:
         "(none: lost text)",
         {
             "surviving_text": "Let . There exists a convex, -smooth problem, clipping parameter , and an "
-            "unbiased stochastic gradient satisfying Assumption 2 such that the method (6) is run with a stepsize "
-            "and clipping parameter , then for all we have",
+            "unbiased stochastic gradient satisfying Assumption 2 such that the method (6) is run with a "
+            "stepsize and clipping parameter , then for all we have",
         },
     )
 
