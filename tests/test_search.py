@@ -118,3 +118,24 @@ def test_every_registered_claim_declares_premises_that_exist() -> None:
     for c in registry.CLAIMS.values():
         for pid in c.depends_on:
             assert pid in registry.CLAIMS, (c.id, pid)
+
+
+def test_without_a_headline_reading_refuted_only_if_every_reading_is() -> None:
+    from verification.search import Reading
+
+    def claim(second):
+        return Claim(
+            "toy.r",
+            "toy",
+            "-",
+            "-",
+            "-",
+            (),
+            (Check("a", "symbolic", _bad, reading="A"), Check("b", "symbolic", second, reading="B")),
+            readings=(Reading("A", "one way"), Reading("B", "another")),
+        )
+
+    split = claim(_ok).run(Context())
+    assert split.own_verdict is Verdict.REFUTED and split.verdict is Verdict.INCONCLUSIVE
+    assert "per reading" in split.summary
+    assert claim(_bad).run(Context()).verdict is Verdict.REFUTED

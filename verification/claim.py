@@ -285,9 +285,20 @@ class ClaimResult:
     @property
     def verdict(self) -> Verdict:
         v = combine(self.checks)
+        if v is Verdict.REFUTED and self.reading_split:
+            return Verdict.INCONCLUSIVE  # no headline reading: refuted only if every reading is
         if v is Verdict.CONFIRMED and self.unconfirmed_premises:
             return Verdict.INCONCLUSIVE  # a derivation is no stronger than its premises
         return v
+
+    @property
+    def reading_split(self) -> bool:
+        """True when the claim declares readings, none is the headline (the proof does not decide),
+        and not every reading is refuted: the claim then reports the split instead of a refutation."""
+        rds = self.claim.readings
+        if not rds or any(r.headline for r in rds):
+            return False
+        return any(r["verdict"] != Verdict.REFUTED.value for r in self.readings_json())
 
     @property
     def crashed(self) -> tuple[CheckResult, ...]:
@@ -298,7 +309,10 @@ class ClaimResult:
         deciding = [r for r in self.checks if r.deciding]
         v = self.verdict
         prefix = ""
-        if v is not self.own_verdict:
+        if v is not self.own_verdict and self.own_verdict is Verdict.REFUTED:
+            prefix = "refuted under some readings only, and the proof does not pick one: "
+            v = self.own_verdict
+        elif v is not self.own_verdict:
             prefix = (
                 "derived from premises that are not confirmed ("
                 + ", ".join(f"{pid}: {pv.value}" for pid, pv in self.unconfirmed_premises)
