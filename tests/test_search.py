@@ -139,3 +139,27 @@ def test_without_a_headline_reading_refuted_only_if_every_reading_is() -> None:
     assert split.own_verdict is Verdict.REFUTED and split.verdict is Verdict.INCONCLUSIVE
     assert "per reading" in split.summary
     assert claim(_bad).run(Context()).verdict is Verdict.REFUTED
+
+
+def test_deciding_checks_of_universal_claims_can_refute() -> None:
+    """Guard: a deciding check whose code has no path to `refuted` must say so (can_refute=False),
+    so that it cannot confirm a universal claim. Checks that only force `inconclusive` (lost text)
+    are exempt: they can neither confirm nor refute."""
+    import inspect
+
+    from verification import registry
+
+    offenders = []
+    for c in registry.CLAIMS.values():
+        for ch in c.checks:
+            if not ch.deciding or not ch.can_refute or c.existential:
+                continue
+            src = inspect.getsource(ch.fn)
+            for name in ch.fn.__code__.co_names:  # a thin wrapper: look one call deep
+                target = ch.fn.__globals__.get(name)
+                if inspect.isfunction(target):
+                    src += inspect.getsource(target)
+            if "REFUTED" in src or ch.name == "statement-lost":
+                continue
+            offenders.append(f"{c.id}:{ch.name}")
+    assert not offenders, offenders
