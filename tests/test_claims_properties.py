@@ -76,27 +76,20 @@ def test_lemma4_only_if_direction_fails_for_the_gaussian() -> None:  # counterex
     assert best > 5 * exact
 
 
-@given(st.floats(-12, math.log10(0.0999)), st.floats(1.0, 20), st.data())
+@given(st.floats(1e-4, 0.0999), st.floats(1.0, 20), st.data())
 @settings(max_examples=40, deadline=None)
-def test_lemma5_bound_under_the_cited_source_conditions(log_q, sigma, data) -> None:  # D2P2 Lemma 5
-    """Second (non-deciding) reading: with Abadi et al.'s sigma >= 1, q < 1/(16 sigma) the bound holds."""
-    q = min(10.0**log_q, 1 / (16 * sigma) * 0.999)
+def test_lemma5_bound_under_the_source_conditions_integer_orders(q, sigma, data) -> None:  # D2P2 Lemma 5
+    # Under the conditions of the result the proof cites (Abadi et al. 2016 Lemma 3: sigma >= 1,
+    # q < 1/(16 sigma)) the bound holds. As stated (no bound on sigma) it does not: see
+    # tests/test_counterexamples.py (sigma = 0.45, q = 1e-9, eta = 2).
+    if q >= 1 / (16 * sigma):
+        return
     emax = 0.5 * sigma * sigma * math.log(1 / q)
     if emax < 2:
         return
     eta = data.draw(st.integers(2, int(min(emax, 2000))))
     assert P.lemma5_domain(q, sigma, eta)
     assert P.sgm_rdp_integer(q, sigma, eta) <= P.lemma5_bound(q, sigma, eta)
-
-
-def test_lemma5_counterexample_as_stated() -> None:
-    """Replays d2p2.lemma5's refutation: B/n = 1e-9 < 1/10, sigma = 0.47, eta = 2 <= (sigma^2/2) log(n/B)
-    = 2.29; at order 2 the RDP has the closed form log(1 + q^2 (e^{1/sigma^2} - 1))."""
-    q, sigma, eta = 1e-9, 0.47, 2
-    assert P.lemma5_domain(q, sigma, eta)
-    exact = math.log1p(q * q * math.expm1(1 / sigma**2))
-    assert P.sgm_rdp_integer(q, sigma, eta) == pytest.approx(exact, rel=1e-12)
-    assert exact > 1.4 * P.lemma5_bound(q, sigma, eta)
 
 
 @given(st.floats(0.01, 60))

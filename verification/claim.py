@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -136,6 +136,10 @@ class Check:
     fn: CheckFn
     deciding: bool = True
     reading: str | None = None
+    #: False for a check that structurally cannot return ``refuted`` (every failure maps to
+    #: inconclusive). Such a check cannot decide a universal claim: :meth:`Claim.run` demotes it
+    #: to informative unless the claim is existential (a verified witness proves an existential).
+    can_refute: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -206,37 +210,47 @@ class Claim:
     assumptions: tuple[str, ...]
     checks: tuple[Check, ...]
     notes: str = ""
-    #: Claims this one is derived from (a corollary from its theorem): it is confirmed only if
-    #: every premise is confirmed too; otherwise at most inconclusive, with the reason.
+    #: the statement's domain as data (parameters with the ranges the paper states, constraints)
+    domain: Any = None
+    #: plausible readings of ambiguous formulas (``verification.search.Reading``)
+    readings: tuple[Any, ...] = ()
+    #: claims this one is derived from: it is confirmed only if every premise is confirmed
     depends_on: tuple[str, ...] = ()
-    #: Non-empty when the rendering lost the statement and the checks test a reconstruction: a
-    #: reconstructed number can refute nothing the paper wrote and confirms nothing either, so
-    #: such a claim is at most inconclusive.
-    lost_text: str = ""
+    #: "there exists ...": a verified witness confirms, a failure to find one is inconclusive
+    existential: bool = False
 
     def run(
-        self, ctx: Context | None = None, *, on_check: Callable[[str], None] | None = None
+        self,
+        ctx: Context | None = None,
+        *,
+        on_check: Callable[[str], None] | None = None,
+        premises: dict[str, Verdict] | None = None,
     ) -> ClaimResult:
-        """Run every check (each with its own crash guard) and combine the verdicts."""
+        """Run every check (each with its own crash guard) and combine the verdicts.
+
+        ``premises`` maps each id in ``depends_on`` to its verdict; where it is not given, the
+        premises are run here (same seed and quick flag).
+        """
         ctx = ctx or Context()
         ctx = Context(seed=ctx.seed, quick=ctx.quick, claim_id=self.id)
         results = []
         for check in self.checks:
             if on_check is not None:
                 on_check(f"{self.id}:{check.name}")
-            results.append(check.run(ctx))
-        caps: list[str] = []
-        if self.lost_text:
-            caps.append(
-                f"statement lost in the rendering ({self.lost_text}); the checks test a reconstruction"
-            )
-        for pid in self.depends_on:
+            r = check.run(ctx)
+            if r.deciding and not check.can_refute and not self.existential:
+                r = replace(
+                    r,
+                    deciding=False,
+                    summary=f"[informative: this check cannot return refuted] {r.summary}",
+                )
+            results.append(r)
+        if self.depends_on and premises is None:
             from verification import registry
 
-            premise = registry.CLAIMS[pid].run(Context(seed=ctx.seed, quick=ctx.quick))
-            if premise.verdict is not Verdict.CONFIRMED:
-                caps.append(f"depends on {pid}, which is {premise.verdict.value}")
-        return ClaimResult(claim=self, checks=tuple(results), caps=tuple(caps))
+            premises = {pid: registry.CLAIMS[pid].run(ctx).verdict for pid in self.depends_on}
+        prem = tuple((pid, (premises or {}).get(pid, Verdict.INCONCLUSIVE)) for pid in self.depends_on)
+        return ClaimResult(claim=self, checks=tuple(results), premises=prem)
 
 
 def combine(results: Sequence[CheckResult]) -> Verdict:
@@ -257,15 +271,34 @@ class ClaimResult:
 
     claim: Claim
     checks: tuple[CheckResult, ...] = field(default_factory=tuple)
-    #: Reasons that cap a confirmation at inconclusive (lost text, unconfirmed premises).
-    caps: tuple[str, ...] = ()
+    premises: tuple[tuple[str, Verdict], ...] = ()
+
+    @property
+    def own_verdict(self) -> Verdict:
+        """The verdict of this claim's own deciding checks, before its premises are considered."""
+        return combine(self.checks)
+
+    @property
+    def unconfirmed_premises(self) -> tuple[tuple[str, Verdict], ...]:
+        return tuple((pid, v) for pid, v in self.premises if v is not Verdict.CONFIRMED)
 
     @property
     def verdict(self) -> Verdict:
         v = combine(self.checks)
-        if v is Verdict.CONFIRMED and self.caps:
-            return Verdict.INCONCLUSIVE
+        if v is Verdict.REFUTED and self.reading_split:
+            return Verdict.INCONCLUSIVE  # no headline reading: refuted only if every reading is
+        if v is Verdict.CONFIRMED and self.unconfirmed_premises:
+            return Verdict.INCONCLUSIVE  # a derivation is no stronger than its premises
         return v
+
+    @property
+    def reading_split(self) -> bool:
+        """True when the claim declares readings, none is the headline (the proof does not decide),
+        and not every reading is refuted: the claim then reports the split instead of a refutation."""
+        rds = self.claim.readings
+        if not rds or any(r.headline for r in rds):
+            return False
+        return any(r["verdict"] != Verdict.REFUTED.value for r in self.readings_json())
 
     @property
     def crashed(self) -> tuple[CheckResult, ...]:
@@ -275,15 +308,39 @@ class ClaimResult:
     def summary(self) -> str:
         deciding = [r for r in self.checks if r.deciding]
         v = self.verdict
+        prefix = ""
+        if v is not self.own_verdict and self.own_verdict is Verdict.REFUTED:
+            prefix = "refuted under some readings only, and the proof does not pick one: "
+            v = self.own_verdict
+        elif v is not self.own_verdict:
+            prefix = (
+                "derived from premises that are not confirmed ("
+                + ", ".join(f"{pid}: {pv.value}" for pid, pv in self.unconfirmed_premises)
+                + "); its own checks would confirm: "
+            )
+            v = self.own_verdict
+        if not deciding:
+            return (
+                prefix
+                + "no deciding check (only informative ones): "
+                + " | ".join(f"{r.name}: {r.summary}" for r in self.checks)
+            )
         if v is Verdict.REFUTED:
             pick = [r for r in deciding if r.verdict is Verdict.REFUTED]
         elif v is Verdict.CONFIRMED:
             pick = deciding
         else:
             pick = [r for r in deciding if r.verdict is Verdict.INCONCLUSIVE] or deciding
-        text = " | ".join(f"{r.name}: {r.summary}" for r in pick)
-        if v is Verdict.INCONCLUSIVE and self.caps and combine(self.checks) is Verdict.CONFIRMED:
-            return "capped at inconclusive: " + "; ".join(self.caps) + " | checks: " + text
+        text = prefix + " | ".join(f"{r.name}: {r.summary}" for r in pick)
+        per = self.readings_json()
+        if len({r["verdict"] for r in per}) > 1:  # the verdict depends on the reading: say so
+            text += (
+                " [per reading: "
+                + "; ".join(
+                    f"{r['reading']}{' (headline)' if r['headline'] else ''}: {r['verdict']}" for r in per
+                )
+                + "]"
+            )
         return text
 
     @property
@@ -301,8 +358,18 @@ class ClaimResult:
             "statement": c.statement,
             "formula": c.formula,
             "assumptions": list(c.assumptions),
-            "depends_on": list(c.depends_on),
-            "caps": list(self.caps),
             "evidence": [r.to_json() for r in self.checks],
             "seconds": round(self.seconds, 3),
+            "depends_on": [{"id": pid, "verdict": v.value} for pid, v in self.premises],
+            "domain": c.domain.describe() if c.domain is not None else None,
+            "readings": self.readings_json(),
         }
+
+    def readings_json(self) -> list[dict[str, Any]]:
+        """One entry per declared reading: why it is plausible and the verdict of its checks."""
+        out = []
+        for rd in self.claim.readings:
+            mine = [r for r in self.checks if r.reading == rd.name]
+            verdict = combine([replace(r, deciding=True) for r in mine]) if mine else Verdict.INCONCLUSIVE
+            out.append({"reading": rd.name, "why": rd.why, "headline": rd.headline, "verdict": verdict.value})
+        return out

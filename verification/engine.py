@@ -31,11 +31,35 @@ def select(claim_ids: Sequence[str] | None, paper: str | None, run_all: bool) ->
 def run_claims(
     claims: Sequence[Claim], *, seed: int = 0, quick: bool = False, progress: bool | None = None
 ) -> list[ClaimResult]:
-    """Run every check of every claim (crashes are contained per check)."""
+    """Run every check of every claim (crashes are contained per check).
+
+    A claim with ``depends_on`` gets its premises' verdicts; premises outside the selection are
+    run too (once each, same seed and quick flag) but not returned.
+    """
+    from verification import registry
     from verification.progress import CheckProgress
+
+    ctx = Context(seed=seed, quick=quick)
+    done: dict[str, ClaimResult] = {}
+
+    def premises_of(claim: Claim, stack: tuple[str, ...]) -> dict:
+        out = {}
+        for pid in claim.depends_on:
+            if pid in stack:
+                raise RuntimeError(f"circular depends_on: {' -> '.join(stack + (pid,))}")
+            if pid not in done:
+                pc = registry.CLAIMS[pid]
+                done[pid] = pc.run(ctx, premises=premises_of(pc, stack + (pid,)))
+            out[pid] = done[pid].verdict
+        return out
 
     bar = CheckProgress(sum(len(c.checks) for c in claims), enabled=progress)
     try:
-        return [c.run(Context(seed=seed, quick=quick), on_check=bar.step) for c in claims]
+        results = []
+        for c in claims:
+            if c.id not in done:
+                done[c.id] = c.run(ctx, on_check=bar.step, premises=premises_of(c, (c.id,)))
+            results.append(done[c.id])
+        return results
     finally:
         bar.close()

@@ -206,8 +206,7 @@ class _D2P2Family(Algorithm):
         if accountant == "pld" and int(counts.sum()) > EXACT_STEPS:
             raise InvalidParameter(
                 "--accountant",
-                f"pld takes schedules of at most {EXACT_STEPS} steps "
-                f"(got {int(counts.sum())}); use rdp",
+                f"pld takes schedules of at most {EXACT_STEPS} steps (got {int(counts.sum())}); use rdp",
             )
 
         def eps_of(factor: float, delta: float) -> EpsilonValue:
