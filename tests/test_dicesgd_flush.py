@@ -388,3 +388,16 @@ def test_cli_json_reports_regime_and_p_fail(capsys):
 def test_invalid_parameter_types():
     with pytest.raises(InvalidParameter):
         residual_norm_bound(c1=1.0, grad_bound=1.0, clip_mode="nope")
+
+
+def test_binomial_tail_upper_bound_at_large_population():
+    """Review: lgamma cancellation made the tail 5e-8 low in log at n = 1e8; and n = 1e9 ran out
+    of memory.  Truth at n = 1e8 (mpmath, 50 digits): -105.2974440814."""
+    from accounting import hidden_state as hs
+
+    assert hs.binomial_log_sf_upper(10**8, 0.02, 2_020_000) >= -105.2974440814
+    assert hs.binomial_log_sf_upper(10**9, 0.02, 20_070_000) < 0
+    out = hs.flush_failure_probability(
+        rho=5e-324, c2=1, batch_size=1000, population=50000, sample_rate=0.02, steps=150
+    )
+    assert out["p_fail"] == 0.0
