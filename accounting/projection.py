@@ -93,6 +93,32 @@ def _fixed_factor_x(d: int, p: int, x: float, sigma_a: float) -> float:
     return sigma_a * (math.sqrt(d) + math.sqrt(p) + math.sqrt(2.0 * x)) / math.sqrt(p)
 
 
+def layerwise_fresh_factor_x(
+    layers: list[tuple[int, float]] | tuple[tuple[int, float], ...], x: float
+) -> float:
+    """Sensitivity factor of a *per-layer* fresh Gaussian projection, failing w.p. <= exp(-x) per step.
+
+    ``layers`` lists ``(p_l, sigma_l)``: tensor l is projected by its own d_l x p_l matrix with i.i.d.
+    ``N(0, sigma_l^2)`` entries and scaled by ``1/sqrt(p_l)`` (dptheory.optim.d2p2, "per layer"). An
+    example's summed-gradient change u (||u|| <= 1, independent of the fresh matrices) splits into
+    blocks u_l with weights ``w_l = ||u_l||^2`` summing to <= 1, and the projected change has squared
+    norm ``S^2 = sum_l (w_l sigma_l^2 / p_l) chi^2_{p_l}``: a weighted sum of independent squared
+    standard normals with weights ``a_j = w_l sigma_l^2 / p_l``. Laurent & Massart (2000, Lemma 1):
+    ``P(S^2 >= sum a + 2 ||a||_2 sqrt(x) + 2 ||a||_inf x) <= exp(-x)``, and for every admissible w,
+    ``sum a <= max sigma_l^2``, ``||a||_2 <= max sigma_l^2 / sqrt(p_l)`` and
+    ``||a||_inf <= max sigma_l^2 / p_l``,
+    so the factor below holds for every u at once. One layer with p_l = p and sigma_l = sigma_A gives
+    :func:`fresh_gaussian_factor`'s ``sigma_A sqrt(1 + 2 sqrt(x/p) + 2x/p)``.
+    """
+    if not layers:
+        raise InvalidParameter("--projection-dim", "needs at least one projected layer")
+    s2 = [(float(s) ** 2, validate.positive_int("--projection-dim", p)) for p, s in layers]
+    mean = max(v for v, _ in s2)
+    l2 = max(v / math.sqrt(p) for v, p in s2)
+    linf = max(v / p for v, p in s2)
+    return math.sqrt(mean + 2.0 * l2 * math.sqrt(x) + 2.0 * linf * x)
+
+
 def failure_delta(epsilon: float, beta: float) -> float:
     """Delta added by a bound that fails with probability beta: ``e^eps beta`` (module docstring)."""
     if epsilon > 700:
@@ -125,6 +151,7 @@ def epsilon_with_failure(
     sigma_a: float = 1.0,
     failure_share: float = FAILURE_SHARE,
     max_iter: int = 60,
+    factor_fn: Callable[[float], float] | None = None,
 ) -> ProjectedEpsilon:
     """Certified epsilon at total ``delta`` when the factor holds only with high probability.
 
@@ -135,6 +162,8 @@ def epsilon_with_failure(
     ``eps1 <= eps0`` the pair is valid (``e^eps1 beta <= delta_fail``), else raise the guess.
     eps is increasing in the guess only through ``sqrt(log(1/beta))``, so this converges in a
     few rounds.
+    ``factor_fn(x)`` (fresh only) replaces the single-matrix factor at per-step ``log(1/beta_step) = x``,
+    e.g. :func:`layerwise_fresh_factor_x` for a projection drawn per parameter tensor.
     When no consistent pair exists (eps grows at least as fast as the guess: tiny p, or a
     noise too small) the result is ``epsilon = inf`` with ``valid=False``: no finite certified
     number follows from this bound.
@@ -148,7 +177,7 @@ def epsilon_with_failure(
         x_total = guess - log_fail  # log(1/beta), beta = delta_fail e^-guess
         if projection == "fresh":
             x = x_total + math.log(steps)  # per step
-            factor = _fresh_factor_x(p, x, sigma_a)
+            factor = factor_fn(x) if factor_fn is not None else _fresh_factor_x(p, x, sigma_a)
         elif projection == "fixed":
             factor = _fixed_factor_x(d, p, x_total, sigma_a)
         else:  # pragma: no cover - validated by the caller

@@ -62,3 +62,14 @@ def test_cli_subcommands_import_heavy_modules_lazily() -> None:
     for path in (ROOT / "dptheory" / "cli").glob("*.py"):
         heavy = _module_level_imports(path) & set(HEAVY)
         assert not heavy, f"{path} imports {heavy} at module level"
+
+
+def test_integrations_package_is_light() -> None:
+    """``dptheory.integrations`` itself imports nothing heavy; only its submodules need the extras."""
+    code = (
+        "import sys, dptheory, dptheory.integrations;"
+        "bad = [m for m in ('torch', 'opacus', 'flwr') if m in sys.modules];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr

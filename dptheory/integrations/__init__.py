@@ -1,0 +1,6 @@
+"""Integrations with other trainers (optional extras; nothing here is imported by ``import dptheory``).
+
+* :mod:`dptheory.integrations.opacus` -- ``pip install -e ".[opacus]"``: an Opacus accountant backed by
+  :class:`accounting.accountant.RdpAccountant`, calibration with dptheory's certified accountants,
+  DiceSGD / D2P2-SGD as Opacus ``DPOptimizer`` subclasses, and a lint of the training setup.
+"""

@@ -1,0 +1,32 @@
+"""examples/opacus_digits.py, shortened (2 epochs): runs, certifies eps <= 2, learns something."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import runpy
+import time
+
+import pytest
+
+pytest.importorskip("opacus")
+pytest.importorskip("sklearn")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_opacus_digits_quick(tmp_path, capsys):
+    main = runpy.run_path(str(ROOT / "examples" / "opacus_digits.py"))["main"]
+    out = tmp_path / "r.json"
+    plot = tmp_path / "p.png"
+    t0 = time.perf_counter()
+    assert main(["--quick", "--plot", str(plot), "--json", str(out)]) == 0
+    assert time.perf_counter() - t0 < 60
+    res = json.loads(out.read_text())["results"]
+    assert [r["algo"] for r in res] == ["dpsgd", "dicesgd", "d2p2sgd"]
+    for r in res:
+        assert 0 < r["epsilon_spent"] <= 2.0  # certified, never above the target
+        assert r["epsilon_spent"] == pytest.approx(2.0, rel=1e-4)  # and the whole budget is used
+    assert res[0]["test_accuracy"] > 0.6 and res[1]["test_accuracy"] > 0.6
+    assert plot.stat().st_size > 0
+    assert "| DP-SGD |" in capsys.readouterr().out
