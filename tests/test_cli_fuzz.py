@@ -317,6 +317,14 @@ def _with_timeout(argv: list[str]) -> list[str]:
     return argv
 
 
+def run_and_check(argv: list[str]) -> float:
+    """Run ``argv`` (with ``--timeout`` added where it applies), assert the contract, return seconds."""
+    argv = _with_timeout(argv)
+    rc, out, err, elapsed = run_cli(argv)
+    check_contract(argv, rc, out, err)
+    return elapsed
+
+
 def _examples(default: int) -> int:
     return int(os.environ.get("DPTHEORY_FUZZ_EXAMPLES", default))
 
@@ -324,18 +332,14 @@ def _examples(default: int) -> int:
 @settings(max_examples=_examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(argv=any_command)
 def test_cli_fuzz_contract(argv):
-    argv = _with_timeout(argv)
-    rc, out, err, _ = run_cli(argv)
-    check_contract(argv, rc, out, err)
+    run_and_check(argv)
 
 
 @pytest.mark.slow
 @settings(max_examples=_examples(600), deadline=None, suppress_health_check=list(HealthCheck))
 @given(argv=any_command)
 def test_cli_fuzz_contract_long(argv):
-    argv = _with_timeout(argv)
-    rc, out, err, _ = run_cli(argv)
-    check_contract(argv, rc, out, err)
+    run_and_check(argv)
 
 
 @pytest.mark.parametrize(
@@ -411,7 +415,4 @@ def test_cli_fuzz_contract_long(argv):
     ],
 )
 def test_known_bad_inputs_keep_the_contract(argv):
-    argv = _with_timeout(argv)
-    rc, out, err, elapsed = run_cli(argv)
-    check_contract(argv, rc, out, err)
-    assert elapsed < float(TIMEOUT_S) + 20
+    assert run_and_check(argv) < float(TIMEOUT_S) + 20
