@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from verification.claim import Context, Verdict
+from verification.claim import Verdict
 
 
 def test_d2p2_lemma5_counterexample_small_sigma_tiny_q() -> None:
@@ -29,10 +29,8 @@ def test_d2p2_lemma5_counterexample_small_sigma_tiny_q() -> None:
     assert not lemma5_domain(source_conditions=True).contains({"q": 1e-9, "sigma": 0.45, "eta": 2})
 
 
-def test_d2p2_lemma5_verdict_is_refuted_with_the_witness() -> None:
-    from verification import registry
-
-    res = registry.CLAIMS["d2p2.lemma5"].run(Context(seed=0, quick=True))
+def test_d2p2_lemma5_verdict_is_refuted_with_the_witness(quick_results) -> None:
+    res = quick_results["d2p2.lemma5"]
     assert res.verdict is Verdict.REFUTED
     search = next(c for c in res.checks if c.name == "adversarial-search")
     assert search.verdict is Verdict.REFUTED and "lemma5_exact_ratio" in search.evidence.reproduce
@@ -65,12 +63,8 @@ def test_dicesgd_thm36_counterexample_gradient_far_above_clipping() -> None:
     assert r10["measured"] == w["G"] ** 2 and r10["ratio"] > 6
 
 
-def test_dicesgd_thm36_verdict_is_refuted_and_cor38_not_confirmed() -> None:
-    from verification import registry
-    from verification.engine import run_claims
-
-    res = run_claims([registry.CLAIMS["dicesgd.thm3.6"], registry.CLAIMS["dicesgd.cor3.8"]], quick=True)
-    thm, cor = res
+def test_dicesgd_thm36_verdict_is_refuted_and_cor38_not_confirmed(quick_results) -> None:
+    thm, cor = quick_results["dicesgd.thm3.6"], quick_results["dicesgd.cor3.8"]
     assert thm.verdict is Verdict.REFUTED
     assert (
         "thm36_huber_run" in next(c for c in thm.checks if c.name == "adversarial-search").evidence.reproduce

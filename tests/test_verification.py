@@ -164,10 +164,8 @@ FAST = [
 
 
 @pytest.mark.parametrize("cid", FAST)
-def test_fast_claims_give_a_verdict_with_evidence(cid: str) -> None:
-    from verification import registry
-
-    r = registry.CLAIMS[cid].run(Context(seed=0, quick=True))
+def test_fast_claims_give_a_verdict_with_evidence(cid: str, quick_results) -> None:
+    r = quick_results[cid]
     assert r.verdict in set(Verdict)
     assert r.summary
     for ch in r.checks:
@@ -194,10 +192,8 @@ PINNED = {
 
 
 @pytest.mark.parametrize("cid,verdict", sorted(PINNED.items()))
-def test_pinned_verdicts(cid: str, verdict: Verdict) -> None:
-    from verification import registry
-
-    assert registry.CLAIMS[cid].run(Context(seed=0, quick=True)).verdict is verdict
+def test_pinned_verdicts(cid: str, verdict: Verdict, quick_results) -> None:
+    assert quick_results[cid].verdict is verdict
 
 
 @pytest.mark.slow

@@ -1,27 +1,45 @@
-"""`dptheory verify --all --quick` runs in CI (issue 3): every registered claim gets a verdict."""
+"""`dptheory verify --all --quick` runs in CI (issue 3): every registered claim gets a verdict.
+
+The run of every claim is the session's shared one (``quick_results`` in conftest.py, through the
+same ``run_claims`` the command calls); the command itself is then run end to end on that run's
+results, so the CLI's selection, JSON rendering and exit status are tested without paying for a
+second full run.
+"""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 
-def test_verify_all_quick_runs_every_claim() -> None:
-    from verification.registry import CLAIMS
+def test_every_claim_gets_a_verdict_with_evidence(quick_results) -> None:
+    from verification import registry
 
-    out = subprocess.run(
-        [sys.executable, "-m", "dptheory.cli.main", "verify", "--all", "--quick", "--json", "--seed", "0"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    results = json.loads(out.stdout)
-    assert sorted(r["id"] for r in results) == sorted(CLAIMS)
-    for r in results:
-        assert r["verdict"] in ("confirmed", "refuted", "inconclusive"), r["id"]
-        assert r["summary"] and r["evidence"], r["id"]
-        if r["verdict"] == "refuted":
+    assert sorted(quick_results) == sorted(registry.CLAIMS)
+    for cid, r in quick_results.items():
+        assert r.verdict.value in ("confirmed", "refuted", "inconclusive"), cid
+        assert r.summary and r.checks, cid
+        assert not r.crashed, (cid, [c.crashed for c in r.crashed])
+        if r.verdict.value == "refuted":
             # a refutation must come with something to rerun
-            assert any(e.get("reproduce") for e in r["evidence"] if e["verdict"] == "refuted"), r["id"]
+            assert any(c.evidence.reproduce for c in r.checks if c.verdict.value == "refuted"), cid
+
+
+def test_verify_all_quick_json(quick_results, monkeypatch, capsys) -> None:
+    import verification.engine as engine
+    from dptheory.cli.main import main
+    from verification import registry
+
+    seen = {}
+
+    def cached(claims, *, seed=0, quick=False, progress=None):
+        seen.update(seed=seed, quick=quick, ids=[c.id for c in claims])
+        return [quick_results[c.id] for c in claims]
+
+    monkeypatch.setattr(engine, "run_claims", cached)
+    assert main(["verify", "--all", "--quick", "--json", "--seed", "0"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert seen == {"seed": 0, "quick": True, "ids": list(registry.CLAIMS)}
+    assert sorted(r["id"] for r in results) == sorted(registry.CLAIMS)
+    for r in results:
+        assert r["verdict"] == quick_results[r["id"]].verdict.value
+        assert r["summary"] and r["evidence"], r["id"]
