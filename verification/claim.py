@@ -17,6 +17,7 @@ different proposition than the one the paper states.
 
 from __future__ import annotations
 
+import shlex
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -104,10 +105,13 @@ class Context:
     seed: int = 0
     quick: bool = False
     claim_id: str = ""
+    #: the user's claims file the claim came from (``dptheory verify --claims-file``), if any
+    claims_file: str = ""
 
     def reproduce(self, extra: str = "") -> str:
         quick = " --quick" if self.quick else ""
-        cmd = f"dptheory verify --claim {self.claim_id} --seed {self.seed}{quick}"
+        cf = f" --claims-file {shlex.quote(self.claims_file)}" if self.claims_file else ""
+        cmd = f"dptheory verify{cf} --claim {shlex.quote(self.claim_id)} --seed {self.seed}{quick}"
         return f"{cmd} {extra}".strip()
 
 
@@ -232,7 +236,7 @@ class Claim:
         premises are run here (same seed and quick flag).
         """
         ctx = ctx or Context()
-        ctx = Context(seed=ctx.seed, quick=ctx.quick, claim_id=self.id)
+        ctx = replace(ctx, claim_id=self.id)
         results = []
         for check in self.checks:
             if on_check is not None:
