@@ -169,3 +169,25 @@ def test_user_suite_passes_with_the_plugin() -> None:
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "8 passed" in out.stdout  # incl. the suite's check that the quick profile is loaded
+
+
+@pytest.mark.parametrize(
+    "algo,options",
+    [
+        ("dpsgd", {"sample_rate": 0.01, "steps": 200}),
+        ("clip21sgd2m", {"rounds": 50, "tau": 1.0}),
+        (
+            "dicesgd",
+            {"sample_rate": 0.01, "steps": 200, "dataset_size": 1000, "batch_size": 10, "c1": 1.0, "c2": 3.0},
+        ),
+    ],
+)
+def test_certified_epsilon_is_never_refuted_by_the_audit(algo: str, options: dict) -> None:
+    """Self-use: our certified number, taken as the claim, survives the project's own audit."""
+    from dptheory.claims import certified_epsilon
+
+    eps = certified_epsilon(algo=algo, noise_multiplier=2.0, delta=1e-5, **options)
+    res = assert_not_refuted_by_audit(
+        algo=algo, noise_multiplier=2.0, delta=1e-5, eps=eps, samples=200, **options
+    )
+    assert 0 < res.epsilon_lower <= eps
