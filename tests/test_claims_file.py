@@ -116,6 +116,10 @@ BAD_FILES = {
     "builtin_id": (GOOD + "CLAIMS = [claim('d2p2.lemma5')]\n", "already a built-in claim"),
     "unknown_premise": (GOOD + "CLAIMS = [claim('a.b', ('x.y',))]\n", "unknown claim 'x.y'"),
     "factory_raises": ("def CLAIMS():\n    raise ValueError('no')\n", "CLAIMS() in"),
+    "bad_domain": (
+        GOOD + "import dataclasses\nCLAIMS = [dataclasses.replace(claim('a'), domain={'eps': 1})]\n",
+        "not a dptheory.claims.Domain",
+    ),
     "bad_kind": (GOOD.replace('"property"', '"magic"') + "CLAIMS = [claim('a')]\n", "unknown check kind"),
 }
 
@@ -159,3 +163,18 @@ def test_public_api_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_check_returning_garbage_is_a_contained_crash(tmp_path: Path, capsys) -> None:
+    f = tmp_path / "garbage.py"
+    f.write_text(
+        GOOD
+        + "def bad(ctx):\n    return 'confirmed'\n"
+        + "CLAIMS = [claim('g.ok'), Claim(id='g.bad', paper='mine', location='L', statement='s', formula='f',"
+        + " assumptions=(), checks=(Check('c', 'property', bad),))]\n"
+    )
+    rc = main(["verify", "--claims-file", str(f), "--json"])
+    captured = capsys.readouterr()
+    rows = {r["id"]: r for r in json.loads(captured.out)}
+    assert rc == 1 and "g.bad:c crashed" in captured.err and "Traceback" not in captured.err
+    assert rows["g.ok"]["verdict"] == "confirmed" and rows["g.bad"]["verdict"] == "inconclusive"

@@ -183,8 +183,21 @@ class Check:
                 seconds=time.perf_counter() - t0,
                 crashed=msg,
             )
-        if not isinstance(out.verdict, Verdict):
-            raise TypeError(f"check {self.name} returned a non-Verdict {out.verdict!r}")
+        if not isinstance(out, Outcome) or not isinstance(out.verdict, Verdict):
+            # a user's check (--claims-file) can return anything: contain it like a crash
+            got = out.verdict if isinstance(out, Outcome) else out
+            msg = f"TypeError: check {self.name} returned {got!r}, not an Outcome with a Verdict"
+            return CheckResult(
+                name=self.name,
+                kind=self.kind,
+                verdict=Verdict.INCONCLUSIVE,
+                summary=f"check crashed: {msg}",
+                evidence=Evidence(method="(crashed)", details={}, reproduce=ctx.reproduce()),
+                deciding=self.deciding,
+                reading=self.reading,
+                seconds=time.perf_counter() - t0,
+                crashed=msg,
+            )
         return CheckResult(
             name=self.name,
             kind=self.kind,

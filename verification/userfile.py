@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from verification.claim import Check, Claim
+from verification.search import Domain, Reading
 
 
 class ClaimsFileError(ValueError):
@@ -134,6 +135,13 @@ def validate_claims(
         seen.add(c.id)
         if not c.checks:
             raise ClaimsFileError(f"claim {c.id!r} in {where} has no checks")
+        if c.domain is not None and not isinstance(c.domain, Domain):
+            raise ClaimsFileError(
+                f"claim {c.id!r} in {where}: domain is a {type(c.domain).__name__}, "
+                "not a dptheory.claims.Domain"
+            )
+        if any(not isinstance(r, Reading) for r in c.readings):
+            raise ClaimsFileError(f"claim {c.id!r} in {where}: readings must be dptheory.claims.Reading")
         bad = [type(ch).__name__ for ch in c.checks if not isinstance(ch, Check)]
         if bad:
             raise ClaimsFileError(f"claim {c.id!r} in {where} has checks that are not Check ({bad[0]})")
