@@ -178,3 +178,28 @@ def test_a_check_returning_garbage_is_a_contained_crash(tmp_path: Path, capsys) 
     rows = {r["id"]: r for r in json.loads(captured.out)}
     assert rc == 1 and "g.bad:c crashed" in captured.err and "Traceback" not in captured.err
     assert rows["g.ok"]["verdict"] == "confirmed" and rows["g.bad"]["verdict"] == "inconclusive"
+
+
+def test_the_true_examples_check_can_fail_negative_control() -> None:
+    """The same deciding check with half the noise allowed (factor >= 0.5) is refuted: the
+    confirmation above is not a check that cannot fail."""
+    import dataclasses
+
+    from dptheory.claims import Context, Param, search_check
+
+    (claim,) = load_claims_file(TRUE_FILE)
+    check = next(c for c in claim.checks if c.name == "exact-curve-search")
+    params = tuple(
+        Param("factor", "negative control: half the noise", 0.5, 1e3) if p.name == "factor" else p
+        for p in claim.domain.params
+    )
+    weaker = dataclasses.replace(claim.domain, params=params)
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from gaussian_exact import delta_ratio, delta_ratio_exact
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    out = search_check(weaker, delta_ratio, exact=delta_ratio_exact)(Context(quick=True))
+    assert check.deciding and out.verdict is Verdict.REFUTED
+    cx = out.details["counterexample"]
+    assert cx["factor"] < 1 and cx["eps"] < 1 and delta_ratio_exact(cx) > 1
