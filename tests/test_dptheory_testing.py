@@ -168,7 +168,7 @@ def test_user_suite_passes_with_the_plugin() -> None:
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
-    assert "8 passed" in out.stdout  # incl. the suite's check that the quick profile is loaded
+    assert "9 passed" in out.stdout  # incl. the suite's check that the quick profile is loaded
 
 
 @pytest.mark.parametrize(

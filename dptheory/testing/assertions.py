@@ -253,7 +253,7 @@ def assert_bound_holds(
     ls, rs = sides(small)
     ref_l, ref_r = _callable_ref(lhs), _callable_ref(rhs)
     args = ", ".join(f"{k}={v!r}" for k, v in small.items())
-    if ref_l and ref_r and not vectorized:
+    if ref_l and ref_r:
         ml, nl = ref_l.rsplit(".", 1)
         mr, nr = ref_r.rsplit(".", 1)
         code = f"from {ml} import {nl} as L; from {mr} import {nr} as R; print(L({args}), R({args}))"
