@@ -54,7 +54,7 @@ def test_assert_epsilon_at_most_passes_at_the_accountants_own_number(m) -> None:
 def test_assert_epsilon_at_most_shrinks_under_hypothesis() -> None:
     """A false property: hypothesis shrinks the inputs, the assertion shrinks the mechanism."""
 
-    @settings(max_examples=60, deadline=None, database=None, derandomize=True)
+    @settings(max_examples=30, deadline=None, database=None, derandomize=True)
     @given(dp_params(max_steps=10**4))
     def prop(p) -> None:
         assert_epsilon_at_most(p.event(), 10.0, p.delta)
