@@ -17,6 +17,7 @@ different proposition than the one the paper states.
 
 from __future__ import annotations
 
+import shlex
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -104,10 +105,13 @@ class Context:
     seed: int = 0
     quick: bool = False
     claim_id: str = ""
+    #: the user's claims file the claim came from (``dptheory verify --claims-file``), if any
+    claims_file: str = ""
 
     def reproduce(self, extra: str = "") -> str:
         quick = " --quick" if self.quick else ""
-        cmd = f"dptheory verify --claim {self.claim_id} --seed {self.seed}{quick}"
+        cf = f" --claims-file {shlex.quote(self.claims_file)}" if self.claims_file else ""
+        cmd = f"dptheory verify{cf} --claim {shlex.quote(self.claim_id)} --seed {self.seed}{quick}"
         return f"{cmd} {extra}".strip()
 
 
@@ -179,8 +183,21 @@ class Check:
                 seconds=time.perf_counter() - t0,
                 crashed=msg,
             )
-        if not isinstance(out.verdict, Verdict):
-            raise TypeError(f"check {self.name} returned a non-Verdict {out.verdict!r}")
+        if not isinstance(out, Outcome) or not isinstance(out.verdict, Verdict):
+            # a user's check (--claims-file) can return anything: contain it like a crash
+            got = out.verdict if isinstance(out, Outcome) else out
+            msg = f"TypeError: check {self.name} returned {got!r}, not an Outcome with a Verdict"
+            return CheckResult(
+                name=self.name,
+                kind=self.kind,
+                verdict=Verdict.INCONCLUSIVE,
+                summary=f"check crashed: {msg}",
+                evidence=Evidence(method="(crashed)", details={}, reproduce=ctx.reproduce()),
+                deciding=self.deciding,
+                reading=self.reading,
+                seconds=time.perf_counter() - t0,
+                crashed=msg,
+            )
         return CheckResult(
             name=self.name,
             kind=self.kind,
@@ -232,7 +249,7 @@ class Claim:
         premises are run here (same seed and quick flag).
         """
         ctx = ctx or Context()
-        ctx = Context(seed=ctx.seed, quick=ctx.quick, claim_id=self.id)
+        ctx = replace(ctx, claim_id=self.id)
         results = []
         for check in self.checks:
             if on_check is not None:

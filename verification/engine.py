@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from verification.claim import Claim, ClaimResult, Context
 
@@ -29,17 +29,25 @@ def select(claim_ids: Sequence[str] | None, paper: str | None, run_all: bool) ->
 
 
 def run_claims(
-    claims: Sequence[Claim], *, seed: int = 0, quick: bool = False, progress: bool | None = None
+    claims: Sequence[Claim],
+    *,
+    seed: int = 0,
+    quick: bool = False,
+    progress: bool | None = None,
+    extra: Mapping[str, Claim] | None = None,
+    claims_file: str = "",
 ) -> list[ClaimResult]:
     """Run every check of every claim (crashes are contained per check).
 
     A claim with ``depends_on`` gets its premises' verdicts; premises outside the selection are
-    run too (once each, same seed and quick flag) but not returned.
+    run too (once each, same seed and quick flag) but not returned. ``extra`` holds claims from
+    outside the registry (a user's ``--claims-file``) that premises may name; ``claims_file`` is
+    the file's path as given, which the checks' reproduce commands then carry.
     """
     from verification import registry
     from verification.progress import CheckProgress
 
-    ctx = Context(seed=seed, quick=quick)
+    ctx = Context(seed=seed, quick=quick, claims_file=claims_file)
     done: dict[str, ClaimResult] = {}
 
     def premises_of(claim: Claim, stack: tuple[str, ...]) -> dict:
@@ -48,7 +56,7 @@ def run_claims(
             if pid in stack:
                 raise RuntimeError(f"circular depends_on: {' -> '.join(stack + (pid,))}")
             if pid not in done:
-                pc = registry.CLAIMS[pid]
+                pc = extra[pid] if extra and pid in extra else registry.CLAIMS[pid]
                 done[pid] = pc.run(ctx, premises=premises_of(pc, stack + (pid,)))
             out[pid] = done[pid].verdict
         return out

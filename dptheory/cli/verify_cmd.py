@@ -2,7 +2,8 @@
 
 Exit status: 0 when every requested check ran (whatever the verdicts), 1 when a check crashed
 (each crash is named on stderr; the other checks still run), 2 for bad input (unknown claim id
-or paper, unwritable report directory). Heavy imports happen inside :func:`run`.
+or paper, unwritable report directory, a ``--claims-file`` that cannot be loaded). Heavy imports
+happen inside :func:`run`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def register(sub) -> None:
     p.add_argument(
         "--markdown-table", action="store_true", help="print the Markdown verdict table (for the README)"
     )
+    p.add_argument(
+        "--claims-file",
+        metavar="FILE",
+        help="also load the claims of FILE, a Python file defining CLAIMS with the public API "
+        "dptheory.claims (see docs/your-paper.md); alone, it selects all of them",
+    )
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
     p.add_argument("--seed", type=integer, default=0, help="seed for every randomised check (default 0)")
     p.set_defaults(handler=run)
@@ -57,26 +64,34 @@ def run(args: argparse.Namespace) -> int:
     from verification import registry
     from verification.engine import run_claims, select
 
+    user = _load_user_claims(args.claims_file)
     if args.list:
+        listed = list(user.values()) if user else list(registry.CLAIMS.values())
         if args.json:
-            rows = [{"id": c.id, "paper": c.paper, "location": c.location} for c in registry.CLAIMS.values()]
+            rows = [{"id": c.id, "paper": c.paper, "location": c.location} for c in listed]
             json.dump(rows, sys.stdout, indent=2)
             sys.stdout.write("\n")
             return 0
-        for c in registry.CLAIMS.values():
+        for c in listed:
             sys.stdout.write(f"{c.id}\t{c.location}\n")
         return 0
-    if not (args.claim or args.paper or args.all):
+    if not (args.claim or args.paper or args.all or user):
         raise UsageError(
-            "verify", "choose what to check: --claim ID (repeatable), --paper dicesgd|clip21|d2p2, or --all"
+            "verify",
+            "choose what to check: --claim ID (repeatable), --paper dicesgd|clip21|d2p2, --all, "
+            "or --claims-file FILE",
         )
+    builtin_ids = [cid for cid in args.claim if cid not in user]
     try:
-        claims = select(args.claim, args.paper, args.all)
+        claims = select(builtin_ids, args.paper, args.all) if (builtin_ids or args.paper or args.all) else []
     except KeyError as exc:
-        known = ", ".join(registry.CLAIMS)
+        known = ", ".join([*user, *registry.CLAIMS])
         raise UsageError("--claim", f"unknown claim id {exc.args[0]!r} (known: {known})") from None
     except ValueError as exc:
         raise UsageError("--paper", f"unknown paper {exc.args[0]!r} (allowed: {', '.join(PAPERS)})") from None
+    if user:  # the file's claims, in its order, after the built-in ones: all, or those named by --claim
+        picked = [c for c in user.values() if c.id in args.claim] if args.claim else list(user.values())
+        claims = claims + picked
     target = None
     if args.report is not None:
         from verification.report import ReportDirError, check_report_dir
@@ -87,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--report", str(exc)) from None
 
     t0 = time.perf_counter()
-    results = run_claims(claims, seed=args.seed, quick=args.quick)
+    results = run_claims(
+        claims, seed=args.seed, quick=args.quick, extra=user, claims_file=args.claims_file or ""
+    )
     elapsed = time.perf_counter() - t0
 
     for r in results:
@@ -121,6 +138,20 @@ def run(args: argparse.Namespace) -> int:
         write_report(results, target, seed=args.seed, quick=args.quick, command=command, runtime_s=elapsed)
         sys.stderr.write(f"dptheory verify: report written to {target}/report.md\n")
     return 1 if any(r.crashed for r in results) else 0
+
+
+def _load_user_claims(path: str | None) -> dict:
+    """The claims of ``--claims-file`` by id ({} without it); bad files are one-line usage errors."""
+    if path is None:
+        return {}
+    from dptheory.cli.main import UsageError
+    from verification import registry
+    from verification.userfile import ClaimsFileError, load_claims_file
+
+    try:
+        return {c.id: c for c in load_claims_file(path, builtin=registry.CLAIMS)}
+    except ClaimsFileError as exc:
+        raise UsageError("--claims-file", str(exc)) from None
 
 
 def _short(text: str, n: int) -> str:
