@@ -33,7 +33,7 @@ def test_released_code_claims_are_listed_under_their_papers():
 def test_clip21_package_keeps_its_public_helpers():
     out = C.cor1_exact(100.0, 0.5, 1)
     assert out["ratio"] > 1  # the reconstruction's known failure, still importable from the old path
-    assert len(C.CLAIMS) == 32 and len({c.id for c in C.CLAIMS}) == 32
+    assert len(C.CLAIMS) == 34 and len({c.id for c in C.CLAIMS}) == 34
 
 
 @pytest.mark.parametrize("claim", _lost.CLAIMS, ids=lambda c: c.id)
@@ -92,6 +92,15 @@ def test_alg3_replay_catches_noise_on_the_client_state():
     a = C.alg3_replay(grads, x_star + 3.0, 0.1, 0.5, 0.5, 0.3, noises)
     b = C.alg3_replay(grads, x_star + 3.0, 0.1, 0.5, 0.5, 0.3, np.zeros_like(noises))
     assert _reductions._deviation(a, b) > 1
+
+
+def test_message_bound_is_tight_and_eq16_invariant_holds():
+    from verification.claims.clip21 import _invariants
+
+    r = _invariants.message_norm_ratio_readme(1e-3, 1e9, 0.5, 0.5)
+    assert 1 - 1e-12 <= r <= 1 + 1e-12  # clipping binds: the bound is attained, never exceeded
+    assert _invariants.message_norm_ratio_readme(1.0, 1e-6, 0.5, 0.5) < 1  # tiny gradients: no clipping
+    assert C.eq16_gap(5, 3, 0.3, 0.7, 1.0, 50) < 1
 
 
 def test_minibatch_bias_is_exact_and_shrinks_with_the_batch():
@@ -176,6 +185,8 @@ def test_dicesgd_poisson_audit_replays():
         ("clip21.alg3-implementation", Verdict.CONFIRMED),
         ("clip21.heavy-ball", Verdict.CONFIRMED),
         ("clip21.lemma3", Verdict.INCONCLUSIVE),
+        ("clip21.message-bound", Verdict.CONFIRMED),
+        ("clip21.eq16", Verdict.INCONCLUSIVE),
         ("clip21.code-noise", Verdict.REFUTED),
         ("d2p2.code-schedule", Verdict.REFUTED),
         ("dicesgd.code-noise", Verdict.REFUTED),
