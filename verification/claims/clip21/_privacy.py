@@ -396,6 +396,7 @@ CLAIMS = [
             Check("audit-at-paper-noise", "privacy", _cor1_audit, deciding=False),
         ),
         domain=cor1_domain(False),
+        depends_on=("clip21.message-bound",),
         readings=(
             Reading(
                 "reconstructed noise, eps < 1 (the cited Cor. 3.21's domain)",
