@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 
 from verification.claim import Claim
-from verification.claims import PAPER_MODULES
+from verification.claims import PAPER_MODULES, SHARED_MODULES
 
 PAPERS = tuple(PAPER_MODULES)
 
@@ -24,6 +24,13 @@ def _load() -> dict[str, Claim]:
                 raise RuntimeError(f"duplicate claim id {claim.id}")
             if claim.paper != paper:
                 raise RuntimeError(f"{claim.id} registered under {paper} but says {claim.paper}")
+            claims[claim.id] = claim
+    for modname in SHARED_MODULES:
+        for claim in importlib.import_module(modname).CLAIMS:
+            if claim.id in claims:
+                raise RuntimeError(f"duplicate claim id {claim.id}")
+            if claim.paper not in PAPER_MODULES:
+                raise RuntimeError(f"{claim.id} names an unknown paper {claim.paper}")
             claims[claim.id] = claim
     return claims
 
