@@ -39,7 +39,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordD
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from dptheory.optim.base import flatten, make_generator, unflatten
+from dptheory.optim.base import flatten, unflatten
 from dptheory.optim.clip21 import Client, Server
 
 #: Keys of the run configuration (``[tool.flwr.app.config]`` in deployment). Values are scalars.
@@ -270,4 +270,3 @@ def _aggregate_partial(server: Server, messages: list[torch.Tensor], n: int) -> 
         server.g = server.g + total
     else:
         server.g = server.g + server.beta_hat * total
-

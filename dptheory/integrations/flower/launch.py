@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -99,23 +100,30 @@ class ProcessGroup:
 
     def check_alive(self) -> None:
         for name, proc in self.procs:
-            if name != "flwr-run" and proc.poll() is not None:
+            if name not in ("flwr-run", "simulation") and proc.poll() is not None:
                 raise FlowerRunError(f"{name} exited with status {proc.returncode}:\n{self.log_tail(name)}")
 
     def stop(self) -> None:
-        for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-            alive = [(n, p) for n, p in self.procs if _group_alive(p.pid)]
-            for _, p in alive:
+        """Kill every started process and all its descendants, whatever session they moved to
+        (the SuperLink starts ``flower-superexec`` in a session of its own): TERM, then KILL."""
+        roots = [p.pid for _, p in self.procs]
+        for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+            targets = _descendants(roots)
+            for pid in targets:
                 try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
                     pass
-            deadline = time.monotonic() + wait_s
-            while alive and time.monotonic() < deadline:
-                alive = [(n, p) for n, p in alive if _group_alive(p.pid)]
-                for _, p in alive:
-                    p.poll()  # reap the leader
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                for _, p in self.procs:
+                    p.poll()  # reap our direct children
+                if not any(_alive(pid) for pid in targets):
+                    break
                 time.sleep(0.05)
+            roots = [pid for pid in targets if _alive(pid)]
+            if not roots:
+                break
         for _, p in self.procs:
             try:
                 p.wait(timeout=1)
@@ -123,24 +131,43 @@ class ProcessGroup:
                 pass
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie leader keeps the group id alive; reap it so the check can end
-    try:
-        pid, _ = os.waitpid(pgid, os.WNOHANG)
-    except ChildProcessError:
-        pid = 0
-    if pid == pgid:
+def _children_map() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-    return True
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        out.setdefault(ppid, []).append(int(entry))
+    return out
+
+
+def _descendants(roots: list[int]) -> list[int]:
+    """``roots`` and all their living descendants (a snapshot of /proc)."""
+    children = _children_map()
+    seen: list[int] = []
+    stack = [r for r in roots if _alive(r)]
+    while stack:
+        pid = stack.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        stack.extend(children.get(pid, []))
+    return seen
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie counts as gone: it only waits to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 @contextmanager
@@ -172,6 +199,7 @@ def run_flower(
         cfg["result-path"] = os.path.join(wd, "result.json")
         group = ProcessGroup(wd)
         cfg_tmp: list[str] = []
+        previous = _raise_on_sigterm()
         try:
             if runtime == "simulation":
                 cfg_tmp.append(_start_simulation(group, cfg, wd))
@@ -182,6 +210,19 @@ def run_flower(
             group.stop()
             for d in cfg_tmp:
                 shutil.rmtree(d, ignore_errors=True)
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_on_sigterm() -> Any:
+    """Turn SIGTERM into SystemExit while a run is up, so that its ``finally`` stops the processes."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _wait_for_result(group: ProcessGroup, path: str, timeout: float, runtime: str) -> dict[str, Any]:
