@@ -199,3 +199,37 @@ def render_report(report: FlowerReport) -> str:
         eps = "inf (no noise)" if math.isinf(c.epsilon) else f"{c.epsilon:.6g}"
         lines.append(f"  client {c.index}: {c.messages} messages sent, epsilon {eps}")
     return "\n".join(lines)
+
+
+def app_config(
+    algo: str,
+    problem: str,
+    *,
+    problem_options: dict[str, Any] | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> dict[str, Any]:
+    """The run config of a Flower App for ``algo`` on ``problem`` (options as for ``dptheory run``;
+    ``--eps/--delta`` calibration included), for deployments started by hand."""
+    from dptheory import runner
+    from dptheory.problems import get_problem
+
+    check_flower_options(algo, runtime="deployment", device=options.get("device", "cpu"))
+    popts = dict(problem_options or {})
+    prob = get_problem(problem, **popts)
+    s = runner.settings_for(algo, problem, defaults=prob, seed=seed, **options)
+    z, _ = runner.resolve_noise(s, prob)
+    cfg = flower_config(s, problem, popts, z, len(prob.clients), seed)
+    cfg["result-path"] = "clip21-result.json"
+    return cfg
+
+
+def write_app(path: str, algo: str, problem: str, **kwargs: Any) -> str:
+    """Write a Flower App directory (``pyproject.toml``) running ``algo`` on ``problem`` with the
+    dptheory apps; ``flwr run PATH CONNECTION`` submits it. Returns the pyproject's path."""
+    import os
+
+    from dptheory.integrations.flower.launch import write_app_dir
+
+    os.makedirs(path, exist_ok=True)
+    return write_app_dir(path, app_config(algo, problem, **kwargs))

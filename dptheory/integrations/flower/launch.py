@@ -33,6 +33,9 @@ from contextlib import contextmanager
 from typing import Any
 
 RUNTIMES = ("simulation", "deployment")
+#: Environment variable set (to the run's work directory) in every process a run starts: lets
+#: tests and users find leftovers with ``grep -l DPTHEORY_FLOWER_RUN /proc/*/environ``.
+RUN_MARKER = "DPTHEORY_FLOWER_RUN"
 LOOPBACK = "127.0.0.1"
 
 #: Environment of every Flower / Ray process we start: no network beyond loopback.
@@ -160,6 +163,22 @@ def _descendants(roots: list[int]) -> list[int]:
     return seen
 
 
+def processes_of_run(workdir: str) -> list[int]:
+    """Living processes whose environment carries this run's marker (should be none after a run)."""
+    needle = f"{RUN_MARKER}={workdir}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                continue
+            if needle in env.split(b"\0") and _alive(int(entry)):
+                found.append(int(entry))
+    return found
+
+
 def _alive(pid: int) -> bool:
     """Running (a zombie counts as gone: it only waits to be reaped)."""
     try:
@@ -251,7 +270,7 @@ def _start_simulation(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(cfg, fh)
     ray_tmp = tempfile.mkdtemp(prefix="r", dir="/tmp")  # short: Ray's socket paths are length-limited
-    env = child_env({"DPTHEORY_RAY_TMPDIR": ray_tmp})
+    env = child_env({"DPTHEORY_RAY_TMPDIR": ray_tmp, RUN_MARKER: wd})
     group.start("simulation", [sys.executable, "-m", "dptheory.integrations.flower.simulate", path], env)
     return ray_tmp
 
@@ -268,6 +287,7 @@ def app_pyproject(cfg: dict[str, Any]) -> str:
         'name = "dptheory-clip21"',
         'version = "1.0.0"',
         'description = "Clip21-SGD2M with local DP (dptheory)"',
+        'license = "Apache-2.0"',
         "dependencies = []",
         "",
         "[tool.hatch.build.targets.wheel]",
@@ -287,6 +307,14 @@ def app_pyproject(cfg: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_app_dir(app_dir: str, cfg: dict[str, Any]) -> str:
+    """Write ``app_dir/pyproject.toml`` (see :func:`app_pyproject`); returns its path."""
+    path = os.path.join(app_dir, "pyproject.toml")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(app_pyproject(cfg))
+    return path
+
+
 def _start_deployment(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> None:
     n = int(cfg["num-clients"])
     home = os.path.join(wd, "flwr-home")
@@ -299,9 +327,8 @@ def _start_deployment(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> None
         )
     app_dir = os.path.join(wd, "app")
     os.makedirs(app_dir, exist_ok=True)
-    with open(os.path.join(app_dir, "pyproject.toml"), "w", encoding="utf-8") as fh:
-        fh.write(app_pyproject(cfg))
-    env = child_env({"FLWR_HOME": home})
+    write_app_dir(app_dir, cfg)
+    env = child_env({"FLWR_HOME": home, RUN_MARKER: wd})
     bindir = os.path.dirname(sys.executable)
 
     def exe(name: str) -> str:
