@@ -151,3 +151,25 @@ def test_import_dptheory_does_not_import_flwr() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_cli_flower_backend_matches_inprocess_and_reports_each_client() -> None:
+    pytest.importorskip("flwr")
+    args = [sys.executable, "-m", "dptheory.cli.main", "run", "--algo", "clip21sgd", "--problem"]
+    args += ["stochastic-quadratic", "--clients", "2", "--dim", "3", "--steps", "2"]
+    args += ["--noise-multiplier", "3", "--delta", "1e-6", "--json"]
+    inproc = json.loads(subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout)
+    out = subprocess.run(args + ["--backend", "flower"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    flower = json.loads(out.stdout)
+    for key in ("final_loss", "grad_norm", "dist_to_opt"):
+        assert flower[key]["mean"] == pytest.approx(inproc[key]["mean"], rel=0, abs=1e-9)
+    per = flower["flower"]["per_client"]
+    assert [c["messages"] for c in per] == [2, 2]
+    from dptheory import api
+
+    want = api.epsilon(
+        algo="clip21sgd2m", noise_multiplier=3.0, delta=1e-6, mode="certified", tau=1.0, clients=2, rounds=2
+    ).epsilon
+    assert per[0]["epsilon"] == pytest.approx(want, rel=1e-12)

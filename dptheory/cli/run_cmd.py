@@ -185,14 +185,19 @@ def run(args: argparse.Namespace) -> int:
 
         runtime = args.flower_runtime or "simulation"
         backend.check_flower_options(args.algo, runtime=runtime, device=args.device)
-        result, report = backend.run_with_flower(
-            args.algo,
-            args.problem,
-            problem_options=popts,
-            runtime=runtime,
-            timeout=getattr(args, "timeout", None) or 86400.0,
-            **options,
-        )
+        from dptheory.integrations.flower.launch import FlowerRunError
+
+        try:
+            result, report = backend.run_with_flower(
+                args.algo,
+                args.problem,
+                problem_options=popts,
+                runtime=runtime,
+                timeout=getattr(args, "timeout", None) or 86400.0,
+                **options,
+            )
+        except FlowerRunError as exc:  # every process is already stopped; say why in one line
+            raise InvalidParameter("--backend", f"the Flower {runtime} failed: {exc.summary()}") from None
     else:
         result, report = runner.run(args.algo, args.problem, problem_options=popts, **options), None
     if args.plot:

@@ -52,6 +52,13 @@ QUIET_ENV = {
 class FlowerRunError(RuntimeError):
     """The Flower run ended without a result (the message says why, with the log's tail)."""
 
+    def summary(self) -> str:
+        """First line of the message plus the last non-empty line of the log tail (one line)."""
+        lines = [ln.strip() for ln in str(self).splitlines() if ln.strip()]
+        if not lines:
+            return "no result"
+        return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """os.environ plus QUIET_ENV, with this checkout first on PYTHONPATH (apps import dptheory)."""
@@ -245,19 +252,22 @@ def _raise_on_sigterm() -> Any:
 
 
 def _wait_for_result(group: ProcessGroup, path: str, timeout: float, runtime: str) -> dict[str, Any]:
+    """Poll for the ServerApp's result file; fail when the driver (the simulation child, or
+    ``flwr run --stream``, which returns when the run ends) is gone without one, or at timeout."""
     driver = "simulation" if runtime == "simulation" else "flwr-run"
     deadline = time.monotonic() + timeout
+    ended_at: float | None = None
     while time.monotonic() < deadline:
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 return json.load(fh)
         group.check_alive()
         proc = dict(group.procs).get(driver)
-        if runtime == "simulation" and proc is not None and proc.poll() is not None:
-            if os.path.exists(path):
-                continue
+        if ended_at is None and proc is not None and proc.poll() is not None:
+            ended_at = time.monotonic()
+        if ended_at is not None and time.monotonic() - ended_at > 5.0:  # grace for the file
             raise FlowerRunError(
-                f"the simulation ended (status {proc.returncode}) without a result:\n{group.log_tail(driver)}"
+                f"{driver} ended (status {proc.returncode}) without a result:\n{group.log_tail(driver)}"
             )
         time.sleep(0.1)
     raise FlowerRunError(f"no result from the Flower {runtime} within {timeout:g} s")
