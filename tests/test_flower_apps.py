@@ -39,7 +39,7 @@ class LoopbackGrid:
     """The two Grid methods server_loop uses; ``late`` = {(index, round)}: the client runs but its
     reply is lost (it arrives after the round's timeout)."""
 
-    def __init__(self, cfg: dict, late: set[tuple[int, int]] | None = None) -> None:
+    def __init__(self, cfg: dict, late: set[tuple[int, int]] | None = None, node_extra=None) -> None:
         self.cfg = cfg
         self.late = late or set()
         n = int(cfg["num-clients"])
@@ -48,7 +48,7 @@ class LoopbackGrid:
             node: Context(
                 run_id=1,
                 node_id=node,
-                node_config={"partition-id": i, "num-partitions": n},
+                node_config={"partition-id": i, "num-partitions": n, **(node_extra or {}).get(i, {})},
                 state=RecordDict(),
                 run_config={},
             )
@@ -186,3 +186,16 @@ def test_dropout_costs_no_privacy() -> None:
 def test_nobody_sent_costs_nothing_and_no_noise_is_unbounded() -> None:
     per = client_privacy({"0": 0, "1": 2}, 2, 0.0, 1.0, 1e-5)
     assert per[0].epsilon == 0.0 and per[1].epsilon == float("inf")
+
+
+def test_node_noise_floor_beats_the_run_config() -> None:
+    """A SuperNode's ``min-noise-multiplier`` adds noise even when the run asks for none."""
+    cfg = _cfg("clip21-2m", **{"noise-multiplier": 0.0, "steps": 3})
+    plain = LoopbackGrid(cfg)
+    out_plain = apps.server_loop(plain, cfg)
+    floored = LoopbackGrid(cfg, node_extra={0: {"min-noise-multiplier": 1.0}})
+    out_floor = apps.server_loop(floored, cfg)
+    mean_gi = torch.stack([floored.client_g(i) for i in range(3)]).mean(dim=0)
+    g = torch.tensor(out_floor["g"], dtype=torch.float64)
+    assert not torch.allclose(g, mean_gi, atol=1e-6)  # the server's g now carries client 0's noise
+    assert out_plain["x"][1] == out_floor["x"][1] and out_plain["x"][-1] != out_floor["x"][-1]

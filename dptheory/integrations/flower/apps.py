@@ -9,8 +9,9 @@ its Flower state between rounds).
 Protocol of one round t (message type ``train``):
 
 * server -> node: the iterate ``x^t`` (after ``x^t = x^{t-1} - gamma g^{t-1}`` for the Clip21
-  family), the per-coordinate noise std, and ``accepted-round``: the last round whose message
-  from *this* node the server aggregated.
+  family) and ``accepted-round``: the last round whose message from *this* node the server
+  aggregated. The clipping level and noise multiplier are the client's own run config, never
+  taken from the server's message.
 * node: restores (v_i, g_i, generator) from ``context.state``; if its previous message was not
   aggregated (it arrived after the round's timeout), it first rolls (v_i, g_i) back to their
   values before that round, so that ``g = (1/n) sum_i g_i + noise`` keeps holding. It then computes
@@ -155,7 +156,11 @@ def client_round(msg: Message, context: Context, cfg: dict[str, Any]) -> Message
     v_before, g_before = client.v, client.g
     x = _tensor(msg.content["x"], "x")
     params = unflatten(x, prob.x0)
-    sent_message = client.message(params, float(msg.content["cfg"]["noise-std"]))
+    # the noise level is never taken from the server's message, and the node's operator can set
+    # a floor (``--node-config "min-noise-multiplier=Z"``) that no run config can lower; more noise
+    # than the run config says only lowers this client's true epsilon below the reported one
+    z = max(float(cfg["noise-multiplier"]), float(context.node_config.get("min-noise-multiplier", 0.0)))
+    sent_message = client.message(params, z * float(cfg["tau"]))
     if v_before is None:  # first message: the state before it is zero
         v_before, g_before = torch.zeros_like(client.v), torch.zeros_like(client.g)
     context.state[STATE_ARRAYS] = ArrayRecord(
@@ -215,7 +220,6 @@ def server_loop(grid: Grid, cfg: dict[str, Any]) -> dict[str, Any]:
     rule = str(cfg["rule"])
     p0 = {k: v.detach().clone() for k, v in prob.x0.items()}
     server = Server(p0, rule=rule, lr=float(cfg["lr"]), beta_hat=float(cfg["beta-hat"]), n=n)
-    std = float(cfg["noise-multiplier"]) * float(cfg["tau"])
     timeout = float(cfg.get("round-timeout", 0)) or None
     nodes = _wait_for_nodes(grid, n, float(cfg.get("node-wait", 120)))
     accepted = dict.fromkeys(nodes, 0)  # node -> last round whose message was aggregated
@@ -229,7 +233,7 @@ def server_loop(grid: Grid, cfg: dict[str, Any]) -> dict[str, Any]:
             content = RecordDict(
                 {
                     "x": ArrayRecord(array_dict={"x": _array(x)}),
-                    "cfg": ConfigRecord({"round": rnd, "noise-std": std, "accepted-round": accepted[node]}),
+                    "cfg": ConfigRecord({"round": rnd, "accepted-round": accepted[node]}),
                 }
             )
             out.append(Message(content=content, message_type="train", dst_node_id=node))
