@@ -84,6 +84,8 @@ def _run(cfg: dict, runtime: str, timeout: float = 500.0):
 @pytest.mark.parametrize("runtime", ["simulation", "deployment"])
 def test_flower_run_equals_inprocess(runtime: str) -> None:
     pytest.importorskip("flwr")
+    if runtime == "simulation":
+        pytest.importorskip("ray")  # the [flower] extra; the [test] extra installs flwr without Ray
     cfg = _cfg()
     out = _run(cfg, runtime)
     assert _max_diff(out["x"], _inprocess(cfg)) <= 1e-9
@@ -94,6 +96,7 @@ def test_flower_run_equals_inprocess(runtime: str) -> None:
 def test_flower_dropout_in_simulation() -> None:
     """Client 1 fails in round 2 on the real engine: it is charged 2 messages, not 3."""
     pytest.importorskip("flwr")
+    pytest.importorskip("ray")
     out = _run(_cfg(drop="1:2"), "simulation")
     assert out["sent"] == {"0": 3, "1": 2}
     assert out["participated"] == [[0, 1], [0], [0, 1]]
@@ -156,6 +159,7 @@ def test_import_dptheory_does_not_import_flwr() -> None:
 @pytest.mark.slow
 def test_cli_flower_backend_matches_inprocess_and_reports_each_client() -> None:
     pytest.importorskip("flwr")
+    pytest.importorskip("ray")
     args = [sys.executable, "-m", "dptheory.cli.main", "run", "--algo", "clip21sgd", "--problem"]
     args += ["stochastic-quadratic", "--clients", "2", "--dim", "3", "--steps", "2"]
     args += ["--noise-multiplier", "3", "--delta", "1e-6", "--json"]

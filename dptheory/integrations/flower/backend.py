@@ -67,6 +67,11 @@ def check_flower_options(algo: str, *, runtime: str, device: str) -> None:
 
     if importlib.util.find_spec("flwr") is None:
         raise InvalidParameter("--backend", 'flower needs the optional extra: pip install -e ".[flower]"')
+    if runtime == "simulation" and importlib.util.find_spec("ray") is None:
+        raise InvalidParameter(
+            "--flower-runtime",
+            'simulation needs Ray: pip install -e ".[flower]", or use --flower-runtime deployment',
+        )
 
 
 def flower_config(s: Any, prob_name: str, problem_options: dict[str, Any], z: float, n: int, seed: int):
