@@ -39,6 +39,10 @@ algorithm defaults: --c1 1, --c2 = --c1, --tau 1, clip21sgd2m --beta 0.5 --beta-
   constant; inv-k is sigma_k^2 = sigma^2/k (accounting/schedules.py).
 sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B = qN);
   the clip family uses round(q m_i) local samples per client and round (q = 1: full gradient).
+backend: --backend flower (clip family) runs each client as a Flower ClientApp in its own
+  process, on Flower's simulation engine or a local SuperLink + SuperNodes (--flower-runtime
+  deployment), with the same iterates, and prints each client's certified local-DP epsilon;
+  needs pip install -e ".[flower]"; docs/flower.md.
 """
 
 
