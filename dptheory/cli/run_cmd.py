@@ -39,6 +39,10 @@ algorithm defaults: --c1 1, --c2 = --c1, --tau 1, clip21sgd2m --beta 0.5 --beta-
   constant; inv-k is sigma_k^2 = sigma^2/k (accounting/schedules.py).
 sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B = qN);
   the clip family uses round(q m_i) local samples per client and round (q = 1: full gradient).
+backend: --backend flower (clip family) runs each client as a Flower ClientApp in its own
+  process, on Flower's simulation engine or a local SuperLink + SuperNodes (--flower-runtime
+  deployment), with the same iterates, and prints each client's certified local-DP epsilon;
+  needs pip install -e ".[flower]"; docs/flower.md.
 """
 
 
@@ -110,6 +114,18 @@ def register(sub) -> None:
     g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--plot", metavar="PATH", help="write a PNG of the trajectories")
+    g = p.add_argument_group("backend (clip family only for flower)")
+    g.add_argument(
+        "--backend",
+        default="inprocess",
+        help="inprocess (default: clients simulated in this process) or flower (one Flower "
+        "ClientApp per client, real processes; needs the [flower] extra; same iterates)",
+    )
+    g.add_argument(
+        "--flower-runtime",
+        help="with --backend flower: simulation (Flower's simulation engine, default) or deployment "
+        "(a SuperLink and N SuperNodes on 127.0.0.1, started and stopped by this command)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -163,14 +179,42 @@ def run(args: argparse.Namespace) -> int:
         delta=args.delta,
         mode=args.mode,
     )
+    if args.backend not in ("inprocess", "flower"):
+        raise InvalidParameter("--backend", f"must be inprocess or flower (got {args.backend!r})")
+    if args.flower_runtime is not None and args.backend != "flower":
+        raise InvalidParameter("--flower-runtime", "only applies to --backend flower")
     runner.check_options(args.algo, **options)  # before torch is imported
-    result = runner.run(args.algo, args.problem, problem_options=popts, **options)
+    if args.backend == "flower":
+        from dptheory.integrations.flower import backend
+
+        runtime = args.flower_runtime or "simulation"
+        backend.check_flower_options(args.algo, runtime=runtime, device=args.device)
+        from dptheory.integrations.flower.launch import FlowerRunError
+
+        try:
+            result, report = backend.run_with_flower(
+                args.algo,
+                args.problem,
+                problem_options=popts,
+                runtime=runtime,
+                timeout=getattr(args, "timeout", None) or 86400.0,
+                **options,
+            )
+        except FlowerRunError as exc:  # every process is already stopped; say why in one line
+            raise InvalidParameter("--backend", f"the Flower {runtime} failed: {exc.summary()}") from None
+    else:
+        result, report = runner.run(args.algo, args.problem, problem_options=popts, **options), None
     if args.plot:
         runner.plot_result(result, args.plot)
     if args.json:
-        print(json.dumps(_jsonable(result.to_json()), indent=2, allow_nan=False))
+        out = result.to_json()
+        if report is not None:
+            out["flower"] = report.to_json()
+        print(json.dumps(_jsonable(out), indent=2, allow_nan=False))
     else:
         print(render(result))
+        if report is not None:
+            print(backend.render_report(report))
     return 0
 
 

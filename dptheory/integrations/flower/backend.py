@@ -1,0 +1,240 @@
+"""``dptheory run --backend flower``: the run of :mod:`dptheory.runner`, with real Flower clients.
+
+Settings, calibration and metrics are the runner's own (:func:`runner.settings_for`,
+:func:`runner.resolve_noise`, :func:`runner._run_one`): only the iterates come from Flower. They
+are replayed through the runner's recording loop, so every metric is computed exactly as for the
+in-process simulator. Each client's local-DP epsilon is the certified Clip21 accountant's on the
+number of messages that client actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from accounting.errors import InvalidParameter
+
+RULE_OF_ALGO = {"clipsgd": "clip", "clip21sgd": "clip21", "clip21sgd2m": "clip21-2m"}
+#: delta of the per-client report when the run has noise but no --delta
+DEFAULT_REPORT_DELTA = 1e-5
+
+
+@dataclass
+class ClientPrivacy:
+    index: int
+    messages: int
+    epsilon: float  # certified local-DP epsilon of this client's messages (0 if it sent none)
+
+    def to_json(self) -> dict[str, Any]:
+        eps = self.epsilon if math.isfinite(self.epsilon) else None
+        return {"client": self.index, "messages": self.messages, "epsilon": eps}
+
+
+@dataclass
+class FlowerReport:
+    runtime: str
+    clients: int
+    wall_s: list[float] = field(default_factory=list)
+    delta: float | None = None
+    delta_is_default: bool = False
+    per_client: list[ClientPrivacy] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runtime": self.runtime,
+            "clients": self.clients,
+            "wall_s": self.wall_s,
+            "delta": self.delta,
+            "delta_is_default": self.delta_is_default,
+            "per_client": [c.to_json() for c in self.per_client],
+        }
+
+
+def check_flower_options(algo: str, *, runtime: str, device: str) -> None:
+    """Refusals that need neither torch nor flwr (run before anything heavy is imported)."""
+    if algo not in RULE_OF_ALGO:
+        raise InvalidParameter(
+            "--backend", f"flower runs --algo clipsgd, clip21sgd or clip21sgd2m only (got {algo})"
+        )
+    if runtime not in ("simulation", "deployment"):
+        raise InvalidParameter("--flower-runtime", f"must be simulation or deployment (got {runtime!r})")
+    if device == "cuda":
+        raise InvalidParameter("--device", "the Flower clients run on cpu; use --device auto or cpu")
+    import importlib.util
+
+    if importlib.util.find_spec("flwr") is None:
+        raise InvalidParameter("--backend", 'flower needs the optional extra: pip install -e ".[flower]"')
+    if runtime == "simulation" and importlib.util.find_spec("ray") is None:
+        raise InvalidParameter(
+            "--flower-runtime",
+            'simulation needs Ray: pip install -e ".[flower]", or use --flower-runtime deployment',
+        )
+
+
+def flower_config(s: Any, prob_name: str, problem_options: dict[str, Any], z: float, n: int, seed: int):
+    """The apps' run config (apps.CONFIG_KEYS) for settings ``s`` and one seed."""
+    popts = {k: v for k, v in problem_options.items() if v is not None}
+    return {
+        "problem": prob_name,
+        "problem-options": json.dumps(popts, sort_keys=True),
+        "rule": RULE_OF_ALGO[s.algo],
+        "steps": int(s.steps),
+        "lr": float(s.lr),
+        "tau": float(s.tau),
+        "beta": float(s.beta),
+        "beta-hat": float(s.beta_hat),
+        "noise-multiplier": float(z),
+        "sample-rate": float(s.sample_rate),
+        "seed": int(seed),
+        "num-clients": int(n),
+        "drop": "",
+        "round-timeout": 0.0,
+        "node-wait": 300.0,
+    }
+
+
+class _Replay:
+    """Stands in for the optimizer in :func:`runner._run_one`: ``step()`` moves to the next
+    iterate the Flower server recorded."""
+
+    def __init__(self, xs: list[list[float]], template: Any) -> None:
+        import torch
+
+        from dptheory.optim.base import unflatten
+
+        self._params = [unflatten(torch.tensor(x, dtype=torch.float64), template) for x in xs]
+        self.t = 0
+
+    @property
+    def params(self) -> Any:
+        return self._params[self.t]
+
+    def step(self) -> None:
+        self.t += 1
+
+
+def client_privacy(sent: dict[str, int], n: int, z: float, tau: float, delta: float) -> list[ClientPrivacy]:
+    """Certified local-DP epsilon of each client for the messages it sent (none sent: 0)."""
+    from dptheory import api
+
+    out = []
+    for i in range(n):
+        k = int(sent.get(str(i), 0))
+        if k == 0:
+            eps = 0.0
+        elif z <= 0:
+            eps = math.inf
+        else:
+            rep = api.epsilon(
+                algo="clip21sgd2m",
+                noise_multiplier=z,
+                delta=delta,
+                mode="certified",
+                tau=tau,
+                clients=n,
+                rounds=k,
+            )
+            eps = float(rep.epsilon)
+        out.append(ClientPrivacy(i, k, eps))
+    return out
+
+
+def run_with_flower(
+    algo: str,
+    problem: str,
+    *,
+    problem_options: dict[str, Any] | None = None,
+    runtime: str = "simulation",
+    timeout: float = 86400.0,
+    drop: str = "",
+    **options: Any,
+):
+    """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``."""
+    from dptheory import runner
+    from dptheory.integrations.flower.launch import run_flower
+    from dptheory.problems import get_problem
+
+    popts = dict(problem_options or {})
+    prob = get_problem(problem, **popts)
+    s = runner.settings_for(algo, problem, defaults=prob, **options)
+    s.device = "cpu"
+    z, privacy = runner.resolve_noise(s, prob)
+    fp = prob.clipped_fixed_point(
+        s.algo, c1=s.c1, c2=s.c2, tau=s.tau, gamma=s.gamma, client_batch=runner.client_batch(s, prob)
+    )
+    result = runner.RunResult(
+        settings=s,
+        problem_constants=prob.constants,
+        optimum=prob.x_star,
+        optimum_kind=prob.optimum_kind,
+        fixed_point=fp,
+        privacy=privacy,
+        mechanism={},
+    )
+    n = len(prob.clients)
+    delta = s.delta if s.delta is not None else DEFAULT_REPORT_DELTA
+    report = FlowerReport(runtime=runtime, clients=n, delta=delta, delta_is_default=s.delta is None)
+    for k in range(s.seeds):
+        seed = s.seed + k
+        if k == 0:
+            ref = runner.build_optimizer(s, prob, z, seed)  # for the mechanism record only
+            result.mechanism = {**ref.mechanism(), "backend": f"flower ({runtime})"}
+            privacy["noise_std"] = ref.noise_std(0)
+        cfg = flower_config(s, problem, popts, z, n, seed)
+        cfg["drop"] = drop
+        t0 = time.perf_counter()
+        out = run_flower(cfg, runtime=runtime, timeout=timeout)
+        report.wall_s.append(time.perf_counter() - t0)
+        replay = _Replay(out["x"], prob.x0)
+        result.runs.append(runner._run_one(replay, prob, s, fp, seed, None))
+        if k == 0:
+            report.per_client = client_privacy(out["sent"], n, z, s.tau, delta)
+    return result, report
+
+
+def render_report(report: FlowerReport) -> str:
+    walls = ", ".join(f"{w:.1f}" for w in report.wall_s)
+    lines = [f"backend: flower ({report.runtime}, {report.clients} client processes), wall time {walls} s"]
+    note = " (default; give --delta)" if report.delta_is_default else ""
+    lines.append(f"local-DP epsilon per client (certified Clip21 accountant, delta {report.delta:g}{note}):")
+    for c in report.per_client:
+        eps = "inf (no noise)" if math.isinf(c.epsilon) else f"{c.epsilon:.6g}"
+        lines.append(f"  client {c.index}: {c.messages} messages sent, epsilon {eps}")
+    return "\n".join(lines)
+
+
+def app_config(
+    algo: str,
+    problem: str,
+    *,
+    problem_options: dict[str, Any] | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> dict[str, Any]:
+    """The run config of a Flower App for ``algo`` on ``problem`` (options as for ``dptheory run``;
+    ``--eps/--delta`` calibration included), for deployments started by hand."""
+    from dptheory import runner
+    from dptheory.problems import get_problem
+
+    check_flower_options(algo, runtime="deployment", device=options.get("device", "cpu"))
+    popts = dict(problem_options or {})
+    prob = get_problem(problem, **popts)
+    s = runner.settings_for(algo, problem, defaults=prob, seed=seed, **options)
+    z, _ = runner.resolve_noise(s, prob)
+    cfg = flower_config(s, problem, popts, z, len(prob.clients), seed)
+    cfg["result-path"] = "clip21-result.json"
+    return cfg
+
+
+def write_app(path: str, algo: str, problem: str, **kwargs: Any) -> str:
+    """Write a Flower App directory (``pyproject.toml``) running ``algo`` on ``problem`` with the
+    dptheory apps; ``flwr run PATH CONNECTION`` submits it. Returns the pyproject's path."""
+    import os
+
+    from dptheory.integrations.flower.launch import write_app_dir
+
+    os.makedirs(path, exist_ok=True)
+    return write_app_dir(path, app_config(algo, problem, **kwargs))
