@@ -91,3 +91,55 @@ def test_projection_verdicts_per_reading() -> None:
     assert len(public) == 1 and "public" in public[0]["reading"] and public[0]["verdict"] == "refuted"
     secret = [r for k, r in per.items() if "secret" in k]
     assert secret and secret[0]["verdict"] == "inconclusive"  # a joint lower bound cannot refute there
+
+
+# --------------------------------------------------------------------------- Thm 3, Cor. 2, Table 4
+
+
+def test_mixture_instance_satisfies_the_assumptions() -> None:
+    """Two-point mixture: per-sample gradient variance is 4 pi (1 - pi) at every x (Assumption 2),
+    f is 1-smooth, and x^ is where the normalised per-sample gradients cancel."""
+    from verification.claims.d2p2.nonconvex import mixture_fixed_point
+
+    pi, gamma = 0.4, 1e-3
+    for x in (-50.0, -1.0, 0.0, 0.3, 2.0, 1e3):
+        grads = np.array([x - 1.0, x + 1.0])
+        w = np.array([1 - pi, pi])
+        mean = w @ grads
+        assert w @ (grads - mean) ** 2 == pytest.approx(4 * pi * (1 - pi))
+    xh = mixture_fixed_point(pi, gamma)
+    h = (1 - pi) * (xh - 1) / (abs(xh - 1) + gamma) + pi * (xh + 1) / (abs(xh + 1) + gamma)
+    assert abs(h) < 1e-12 and abs(xh - (1 - 2 * pi)) > 0.79
+
+
+def test_clipping_bias_counterexample_replays() -> None:
+    from verification.claims.d2p2.nonconvex import clipping_bias_domain, clipping_bias_ratio
+
+    r = clipping_bias_ratio(0.4, 1e-3, 10_000)
+    assert clipping_bias_domain().contains({"pi": 0.4, "gamma": 1e-3, "n": 10_000})
+    assert r["|grad f(x_hat)|"] > 30 * r["bound_2sigma/sqrt(B)+gamma"]
+    # more data does not help: the bias is the same at n = 1e8
+    assert clipping_bias_ratio(0.4, 1e-3, 1e8)["|grad f(x_hat)|"] == pytest.approx(
+        r["|grad f(x_hat)|"], rel=1e-3
+    )
+
+
+def test_thm3_counterexample_replays() -> None:
+    from verification.claims.d2p2.nonconvex import thm3_run
+
+    r = thm3_run(K=1000, seeds=32, seed=0)
+    assert r["alpha"] <= 0.5  # alpha <= 1/(2L), L = 1
+    assert r["lhs_min_k_E|grad f|_(mean-3se)"] > 10 * r["rhs_eq3_2sigma/sqrtB"]
+    assert r["lhs_min_k_E|grad f|_(mean-3se)"] < r["rhs_eq25_2sigma"]  # the 2 sigma reading survives here
+
+
+@pytest.mark.parametrize(
+    "cid,verdict",
+    [
+        ("d2p2.thm3", Verdict.REFUTED),
+        ("d2p2.clipping-bias", Verdict.REFUTED),
+        ("d2p2.cor2", Verdict.INCONCLUSIVE),  # its premise Thm 3 is refuted
+    ],
+)
+def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict) -> None:
+    assert _run(cid).verdict is verdict

@@ -13,7 +13,7 @@ One module per group of claims; ``CLAIMS`` lists them in the paper's order.
 
 from __future__ import annotations
 
-from verification.claims.d2p2 import convex, privacy_lemmas, privacy_theorem, projection
+from verification.claims.d2p2 import convex, nonconvex, privacy_lemmas, privacy_theorem, projection
 from verification.claims.d2p2._common import PAPER
 from verification.claims.d2p2.privacy_lemmas import (
     lemma5_domain,
@@ -26,6 +26,7 @@ CLAIMS = [
     *privacy_theorem.CLAIMS,
     *projection.CLAIMS,
     *convex.CLAIMS,
+    *nonconvex.CLAIMS,
 ]
 
 __all__ = ["CLAIMS", "PAPER", "lemma5_domain", "lemma5_exact_ratio", "lemma5_log_rdp_integer"]
