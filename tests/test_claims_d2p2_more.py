@@ -14,10 +14,12 @@ import pytest
 from verification.claim import Context, Verdict
 
 
-def _run(cid: str):
+def _run(cid: str, premises: dict | None = None):
+    """Quick run; ``premises`` stands in for the verdicts of ``depends_on`` (pinned elsewhere) so a
+    claim refuted by its own checks does not pay for re-running a slow premise."""
     from verification import registry
 
-    return registry.CLAIMS[cid].run(Context(seed=0, quick=True))
+    return registry.CLAIMS[cid].run(Context(seed=0, quick=True), premises=premises)
 
 
 # --------------------------------------------------------------------------- fresh projection audit
@@ -143,3 +145,58 @@ def test_thm3_counterexample_replays() -> None:
 )
 def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict) -> None:
     assert _run(cid).verdict is verdict
+
+
+# --------------------------------------------------------------------------- A.5, A.8, A.9.2, Thm 1
+
+
+def test_a5_a8_prescribed_noise_is_not_private_replay() -> None:
+    from accounting.audit.fresh_projection import subsampled_delta
+    from verification.claims.d2p2.comparisons import prescribed_sigma, prescription_audit
+
+    r = prescription_audit(60_000, 10_000, 1, 1.0, 1e-5)
+    assert r["violates"] and r["eps_last_step_at_delta"] >= 512
+    # the closed form: sigma^2 = K sqrt(ln(1/delta)) / (n eps p^{5/2} ln K) at B = 1
+    s = prescribed_sigma(60_000, 10_000, 1, 1.0, 1e-5)
+    assert s**2 == pytest.approx(1e4 * math.sqrt(math.log(1e5)) / (6e4 * math.log(1e4)))
+    # one subsampled step with almost no noise leaks the inclusion: delta(eps) -> q = 1/n > 1e-5
+    rr, _ = subsampled_delta(1.0, 1 / 60_000, s / 100, np.array([1.0]))
+    assert rr[0] == pytest.approx(1 / 60_000, rel=1e-6)
+
+
+def test_a92_c1_arithmetic() -> None:
+    from verification.claims.d2p2.comparisons import a92_min_c1
+
+    ep = a92_min_c1("epochs")
+    assert ep["SVHN"]["min_C1"] == pytest.approx(2.45 * 73257**2 / (1024**2 * 40))
+    assert 313 < max(v["min_C1"] for v in ep.values()) <= 314
+    assert max(v["min_C1"] for v in a92_min_c1("iterations").values()) < 5
+
+
+def test_thm1_proof_constants_counterexample_replays() -> None:
+    from verification.claims.d2p2.comparisons import thm1_proof_feasible
+
+    for form in ("sigma", "sigma2"):
+        assert not thm1_proof_feasible(0.05, 1, 0.0025, 0.5, 1.0, form)["feasible"]
+    # large constants work at small eps but fail once eps outgrows ln(1/delta) (C2/14 - 2)
+    c2 = 1e3
+    assert thm1_proof_feasible(0.05, 100, 0.25, 0.5, c2, "sigma2")["feasible"]
+    eps = math.log(2) * (c2 / 14 - 2) * 1.01
+    K = math.ceil(eps / 0.05**2)
+    assert not thm1_proof_feasible(0.05, K, 0.05**2 * K, 0.5, c2, "sigma2")["feasible"]
+
+
+@pytest.mark.parametrize(
+    "cid,verdict",
+    [
+        ("d2p2.thm1-proof-constants", Verdict.REFUTED),
+        ("d2p2.a5-dpsgd-comparison", Verdict.REFUTED),
+        ("d2p2.a8-dpsgd-comparison", Verdict.REFUTED),
+        ("d2p2.a9-c1", Verdict.CONFIRMED),
+    ],
+)
+def test_pinned_verdicts_comparisons(cid: str, verdict: Verdict) -> None:
+    from verification import registry
+
+    prem = {pid: Verdict.REFUTED for pid in registry.CLAIMS[cid].depends_on}  # thm2, thm3: pinned refuted
+    assert _run(cid, prem).verdict is verdict

@@ -45,6 +45,7 @@ __all__ = [
     "fresh_public_delta_lower",
     "fresh_public_epsilon_lower",
     "no_projection_epsilon",
+    "no_projection_epsilon_lower",
     "gdp_fresh_public_delta_mc",
 ]
 
@@ -142,6 +143,20 @@ def no_projection_epsilon(delta: float, q: float, sigma: float) -> float:
         return float(max(r[0], a[0]))
 
     return _bisect_eps(d, delta)[1]
+
+
+def no_projection_epsilon_lower(delta: float, q: float, sigma: float) -> float:
+    """Lower end of the same bracket (rounding allowance subtracted): never above the exact epsilon.
+
+    Returns at least 512 (not a bisected value) when the divergence still exceeds ``delta`` there.
+    """
+    one = np.array([1.0])
+
+    def d(e: float) -> float:
+        r, a = subsampled_delta(e, q, sigma, one)
+        return float(max(r[0], a[0]))
+
+    return _bisect_eps(d, delta)[0]
 
 
 def gdp_fresh_public_delta_mc(

@@ -13,7 +13,14 @@ One module per group of claims; ``CLAIMS`` lists them in the paper's order.
 
 from __future__ import annotations
 
-from verification.claims.d2p2 import convex, nonconvex, privacy_lemmas, privacy_theorem, projection
+from verification.claims.d2p2 import (
+    comparisons,
+    convex,
+    nonconvex,
+    privacy_lemmas,
+    privacy_theorem,
+    projection,
+)
 from verification.claims.d2p2._common import PAPER
 from verification.claims.d2p2.privacy_lemmas import (
     lemma5_domain,
@@ -27,6 +34,7 @@ CLAIMS = [
     *projection.CLAIMS,
     *convex.CLAIMS,
     *nonconvex.CLAIMS,
+    *comparisons.CLAIMS,
 ]
 
 __all__ = ["CLAIMS", "PAPER", "lemma5_domain", "lemma5_exact_ratio", "lemma5_log_rdp_integer"]
