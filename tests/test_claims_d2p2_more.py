@@ -200,3 +200,62 @@ def test_pinned_verdicts_comparisons(cid: str, verdict: Verdict) -> None:
 
     prem = {pid: Verdict.REFUTED for pid in registry.CLAIMS[cid].depends_on}  # thm2, thm3: pinned refuted
     assert _run(cid, prem).verdict is verdict
+
+
+# --------------------------------------------------------------------------- Lemmas 1, 2, 3, 6
+
+
+def test_lemma2_failure_probability_replays() -> None:
+    """Lemma 1's p with Lemma 2's Gaussian map fails far more often than 1/n (n = m points)."""
+    from verification.claims.d2p2.aux_lemmas import jl_dim, jl_failure_rate
+
+    assert jl_dim(20, 0.5) == 96  # the smallest integer > 8 ln 20 / 0.25 = 95.87
+    r = jl_failure_rate(20, 0.5, 600, seed=0)
+    assert r["failure_lower_bound"] > 1 / 20
+
+
+def test_renyi_helper_matches_closed_forms() -> None:
+    from verification.claims.d2p2.aux_lemmas import _renyi
+
+    p, q = np.array([[0.7, 0.3]]), np.array([[0.4, 0.6]])
+    kl = 0.7 * math.log(0.7 / 0.4) + 0.3 * math.log(0.3 / 0.6)
+    assert _renyi(p, q, np.array([1.0]))[0] == pytest.approx(kl)
+    two = math.log(0.7**2 / 0.4 + 0.3**2 / 0.6)
+    assert _renyi(p, q, np.array([2.0]))[0] == pytest.approx(two)
+
+
+def test_lemma3_check_has_power() -> None:
+    """Negative control: dropping the adaptive second term's max (using the mean over y) must fail."""
+    from verification.claims.d2p2 import aux_lemmas as m
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    eta = np.full(n, 2.0)
+    p1 = rng.dirichlet(np.ones(3) * 0.3, n)
+    q1 = rng.dirichlet(np.ones(3) * 0.3, n)
+    p2 = rng.dirichlet(np.ones(3) * 0.3, (n, 3))
+    q2 = rng.dirichlet(np.ones(3) * 0.3, (n, 3))
+    dj = m._renyi((p1[:, :, None] * p2).reshape(n, 9), (q1[:, :, None] * q2).reshape(n, 9), eta)
+    d2 = m._renyi(p2, q2, np.repeat(eta[:, None], 3, axis=1))
+    d1 = m._renyi(p1, q1, eta)
+    assert np.all(dj <= (d1 + d2.max(axis=1)) * (1 + 1e-9))  # the lemma
+    assert np.any(dj > (d1 + d2.mean(axis=1)) * 1.01)  # a wrong bound is caught
+
+
+def test_lemma6_check_has_power() -> None:
+    """The first-order inequality fails for a non-convex f: f(x) = 2 - cos(x) at y = 3, x = 2."""
+    f, df = (lambda x: 2 - math.cos(x)), (lambda x: math.sin(x))
+    assert f(3.0) + df(3.0) * (2.0 - 3.0) > f(2.0)
+
+
+@pytest.mark.parametrize(
+    "cid,verdict",
+    [
+        ("d2p2.lemma1", Verdict.CONFIRMED),
+        ("d2p2.lemma2", Verdict.REFUTED),
+        ("d2p2.lemma3", Verdict.CONFIRMED),
+        ("d2p2.lemma6", Verdict.CONFIRMED),
+    ],
+)
+def test_pinned_verdicts_lemmas(cid: str, verdict: Verdict) -> None:
+    assert _run(cid).verdict is verdict

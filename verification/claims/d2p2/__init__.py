@@ -14,6 +14,7 @@ One module per group of claims; ``CLAIMS`` lists them in the paper's order.
 from __future__ import annotations
 
 from verification.claims.d2p2 import (
+    aux_lemmas,
     comparisons,
     convex,
     nonconvex,
@@ -29,12 +30,16 @@ from verification.claims.d2p2.privacy_lemmas import (
 )
 
 CLAIMS = [
-    *privacy_lemmas.CLAIMS,
+    *aux_lemmas.CLAIMS[:2],
+    *privacy_lemmas.CLAIMS[:1],
+    *aux_lemmas.CLAIMS[2:3],
+    *privacy_lemmas.CLAIMS[1:],
     *privacy_theorem.CLAIMS,
     *projection.CLAIMS,
     *convex.CLAIMS,
     *nonconvex.CLAIMS,
     *comparisons.CLAIMS,
+    *aux_lemmas.CLAIMS[3:],
 ]
 
 __all__ = ["CLAIMS", "PAPER", "lemma5_domain", "lemma5_exact_ratio", "lemma5_log_rdp_integer"]
