@@ -259,3 +259,32 @@ def test_lemma6_check_has_power() -> None:
 )
 def test_pinned_verdicts_lemmas(cid: str, verdict: Verdict) -> None:
     assert _run(cid).verdict is verdict
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+def test_reduction_to_d2psgd_replays() -> None:
+    """A_k = I_d keeps line 6's 1/sqrt(p): the iterates differ from Alg. 2's for d >= 2, not for d = 1."""
+    from verification.claims.d2p2.reductions import reduction_gap_d2psgd
+
+    assert reduction_gap_d2psgd(2)["max_iterate_difference"] > 1e-3
+    assert reduction_gap_d2psgd(1)["max_iterate_difference"] <= 1e-12
+
+
+def test_reduction_to_dp2sgd_is_exact() -> None:
+    from verification.claims.d2p2.reductions import reduction_gap_dp2sgd
+
+    assert reduction_gap_dp2sgd(8, 3, 1.0)["max_iterate_difference"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "cid,verdict",
+    [
+        ("d2p2.reduction-d2psgd", Verdict.INCONCLUSIVE),  # refuted as A = I_d, holds in 1-D: split
+        ("d2p2.reduction-dp2sgd", Verdict.CONFIRMED),
+        ("d2p2.reduction-privsgd", Verdict.INCONCLUSIVE),  # PrivSGD is not in the rendering
+    ],
+)
+def test_pinned_verdicts_reductions(cid: str, verdict: Verdict) -> None:
+    assert _run(cid).verdict is verdict

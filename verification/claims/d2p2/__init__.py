@@ -21,6 +21,7 @@ from verification.claims.d2p2 import (
     privacy_lemmas,
     privacy_theorem,
     projection,
+    reductions,
 )
 from verification.claims.d2p2._common import PAPER
 from verification.claims.d2p2.privacy_lemmas import (
@@ -40,6 +41,7 @@ CLAIMS = [
     *nonconvex.CLAIMS,
     *comparisons.CLAIMS,
     *aux_lemmas.CLAIMS[3:],
+    *reductions.CLAIMS,
 ]
 
 __all__ = ["CLAIMS", "PAPER", "lemma5_domain", "lemma5_exact_ratio", "lemma5_log_rdp_integer"]
