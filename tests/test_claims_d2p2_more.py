@@ -141,10 +141,20 @@ def test_thm3_counterexample_replays() -> None:
         ("d2p2.thm3", Verdict.REFUTED),
         ("d2p2.clipping-bias", Verdict.REFUTED),
         ("d2p2.cor2", Verdict.INCONCLUSIVE),  # its premise Thm 3 is refuted
+        ("d2p2.nonconvex-complexity", Verdict.REFUTED),
     ],
 )
 def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict) -> None:
     assert _run(cid).verdict is verdict
+
+
+def test_nonconvex_complexity_counterexample_replays() -> None:
+    """B = sigma^2/xi^2 = 96 samples (full batch), xi = 0.1: the gradient norm stays near 2 pi for every K."""
+    from verification.claims.d2p2.nonconvex import thm3_run
+
+    for K in (100, 3000):
+        r = thm3_run(pi=0.4, n=96, gamma=1 / math.sqrt(K), alpha=0.01, K=K, seeds=16, seed=1)
+        assert r["lhs_min_k_E|grad f|_(mean-3se)"] > 0.1
 
 
 # --------------------------------------------------------------------------- A.5, A.8, A.9.2, Thm 1
