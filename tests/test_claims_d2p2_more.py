@@ -298,3 +298,43 @@ def test_reduction_to_dp2sgd_is_exact() -> None:
 )
 def test_pinned_verdicts_reductions(cid: str, verdict: Verdict) -> None:
     assert _run(cid).verdict is verdict
+
+
+# --------------------------------------------------------------------------- registry
+
+
+NEW_IDS = {
+    "d2p2.lemma1",
+    "d2p2.lemma2",
+    "d2p2.lemma3",
+    "d2p2.lemma6",
+    "d2p2.thm3",
+    "d2p2.cor2",
+    "d2p2.clipping-bias",
+    "d2p2.nonconvex-complexity",
+    "d2p2.thm1-proof-constants",
+    "d2p2.a5-dpsgd-comparison",
+    "d2p2.a8-dpsgd-comparison",
+    "d2p2.a9-c1",
+    "d2p2.reduction-d2psgd",
+    "d2p2.reduction-dp2sgd",
+    "d2p2.reduction-privsgd",
+}
+
+
+def test_d2p2_package_registers_every_claim_once() -> None:
+    from verification import registry
+    from verification.claims import d2p2
+
+    ids = [c.id for c in d2p2.CLAIMS]
+    assert len(ids) == len(set(ids)) == 22
+    assert NEW_IDS <= set(ids) and set(ids) <= set(registry.CLAIMS)
+    for c in d2p2.CLAIMS:
+        assert sum(r.headline for r in c.readings) <= 1, c.id
+        for pid in c.depends_on:
+            assert pid in registry.CLAIMS, (c.id, pid)
+        names = {r.name for r in c.readings}
+        if c.id not in NEW_IDS | {"d2p2.projection-postprocessing"}:
+            continue  # older claims label informative checks with free text
+        for ch in c.checks:  # a reading named by a check is declared by its claim
+            assert ch.reading is None or not names or ch.reading in names, (c.id, ch.name)
