@@ -1,0 +1,345 @@
+"""D2P2-SGD Theorem 1 (privacy) and the noise schedule of the text vs Table 3."""
+
+from __future__ import annotations
+
+import math
+
+from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
+from verification.claims._util import audit_refutes_or_silent, g, optional_module
+from verification.claims.d2p2._common import PAPER, _eps_schedule
+
+
+def _thm1_cases(ctx: Context):
+    if ctx.quick:
+        return [(0.01, 100, 1.0, 1e-5), (0.05, 200, 2.0, 1e-5)]
+    return [
+        (0.01, 100, 1.0, 1e-5),
+        (0.01, 400, 1.0, 1e-5),
+        (0.05, 200, 2.0, 1e-5),
+        (0.001, 1000, 0.5, 1e-6),
+        (0.05, 400, 8.0, 1e-5),
+    ]
+
+
+def _thm1_proof_prescription(ctx: Context) -> Outcome:
+    """The proof's explicit choice: 7 K^2 q^2 eta/sigma^2 <= eps/2 with exp(-(eta-1) eps/2) <= delta."""
+    rows = []
+    for q, K, eps, delta in _thm1_cases(ctx):
+        eta = 1 + 2 * math.log(1 / delta) / eps
+        sigma = math.sqrt(14 * K * K * q * q * eta / eps)
+        in_domain = eta <= 0.5 * sigma**2 * math.log(1 / q)
+        cert, src = _eps_schedule(q, sigma, K, delta, "inv-k")
+        rows.append(
+            {
+                "q": q,
+                "K": K,
+                "eps": eps,
+                "delta": delta,
+                "proof_eta": g(eta),
+                "proof_sigma": g(sigma),
+                "implied_C2=sigma^2 n^2 eps^2/(B^2 K^2 ln(1/delta))": g(
+                    sigma**2 * eps**2 / (q * q * K * K * math.log(1 / delta))
+                ),
+                "eta_inside_lemma5_domain": in_domain,
+                "certified_eps_at_proof_sigma": g(cert),
+            }
+        )
+    sound = all(r["certified_eps_at_proof_sigma"] <= r["eps"] for r in rows)
+    return Outcome(
+        Verdict.CONFIRMED if sound else Verdict.INCONCLUSIVE,
+        "with the proof's explicit sigma (C2 ~ "
+        f"{rows[0]['implied_C2=sigma^2 n^2 eps^2/(B^2 K^2 ln(1/delta))']}) and the "
+        f"text's schedule sigma^2/k the certified eps is <= target in all {len(rows)} cases "
+        f"(e.g. {rows[0]['certified_eps_at_proof_sigma']} <= {rows[0]['eps']})"
+        if sound
+        else "certified eps exceeds the target at the proof's noise in some case "
+        "(upper bound only: not a counterexample)",
+        "certified RDP accountant for the schedule sigma_k = sigma/sqrt(k) at the proof's sigma",
+        {"cases": rows, "accountant": src},
+    )
+
+
+def _thm1_with_projection(ctx: Context) -> Outcome:
+    """Theorem 1 is stated for D2P2-SGD, whose noise is added after a fresh projection A_k: the
+    certified accountant with that projection (chi-square bound, docs/algorithms.md) at the
+    proof's noise, over projection dimensions from small to the paper's 0.7 d."""
+    from accounting.algorithms.base import PrivacyParams
+    from accounting.algorithms.registry import get_algorithm
+
+    algo = get_algorithm("d2p2sgd")
+    d = 37354  # the paper's CNN (docs/algorithms.md)
+    dims = (10, 100, 1000, int(0.7 * d))
+    rows = []
+    for q, K, eps, delta in _thm1_cases(ctx)[:2]:
+        eta = 1 + 2 * math.log(1 / delta) / eps
+        sigma = math.sqrt(14 * K * K * q * q * eta / eps)
+        n = 100_000
+        for pdim in dims:
+            rep = algo.epsilon(
+                PrivacyParams(
+                    algo="d2p2sgd",
+                    noise_multiplier=sigma,
+                    delta=delta,
+                    sample_rate=q,
+                    steps=K,
+                    dataset_size=n,
+                    batch_size=q * n,
+                    schedule="inv-k",
+                    projection="fresh",
+                    projection_dim=pdim,
+                    model_dim=d,
+                ),
+                "certified",
+                "rdp",
+            )
+            rows.append(
+                {
+                    "q": q,
+                    "K": K,
+                    "eps": eps,
+                    "delta": delta,
+                    "p": pdim,
+                    "d": d,
+                    "proof_sigma": g(sigma),
+                    "certified_eps": g(rep.epsilon),
+                }
+            )
+    over = [r for r in rows if not r["certified_eps"] <= r["eps"]]
+    details = {
+        "cases": rows,
+        "projection": "fresh Gaussian A_k per step (Alg. 1), certified sensitivity factor from a "
+        "chi-square tail bound with its failure probability charged to delta",
+    }
+    method = "certified accountant of D2P2-SGD with its projection, at the proof's noise"
+    if not over:
+        return Outcome(
+            Verdict.CONFIRMED,
+            f"with the projection accounted for, the certified eps is <= target for every p in {dims} "
+            f"({len(rows)} cases)",
+            method,
+            details,
+        )
+    ok_dims = sorted({r["p"] for r in rows} - {r["p"] for r in over})
+    r = over[0]
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"with the projection accounted for, the certified eps exceeds the target at p = {r['p']} "
+        f"({r['certified_eps']} > {r['eps']}; an upper bound, not a counterexample); it is within "
+        f"the target for p in {ok_dims}",
+        method,
+        details,
+    )
+
+
+def _thm1_audit(ctx: Context) -> Outcome:
+    """accounting.audit's exact lower bound at the proof's noise (schedule sigma^2/k, no projection)."""
+    from accounting.algorithms.base import PrivacyParams
+    from accounting.audit import run_audit
+
+    rows = []
+    for q, K, eps, delta in _thm1_cases(ctx):
+        eta = 1 + 2 * math.log(1 / delta) / eps
+        sigma = math.sqrt(14 * K * K * q * q * eta / eps)
+        n = 100_000
+        res = run_audit(
+            PrivacyParams(
+                algo="d2psgd",
+                noise_multiplier=sigma,
+                delta=delta,
+                sample_rate=q,
+                steps=K,
+                dataset_size=n,
+                batch_size=q * n,
+                schedule="inv-k",
+            ),
+            samples=1,
+            confidence=0.99,
+            seed=ctx.seed,
+        )
+        rows.append(
+            {
+                "q": q,
+                "K": K,
+                "eps": eps,
+                "delta": delta,
+                "proof_sigma": g(sigma),
+                "epsilon_lower": g(res.epsilon_lower),
+                "method": res.method,
+                "reproduce": f"dptheory audit --algo d2psgd --noise-multiplier {g(sigma, 10)} "
+                f"--delta {delta} --sample-rate {q} --steps {K} --dataset-size {n} "
+                f"--batch-size {g(q * n)} --schedule inv-k",
+            }
+        )
+    return audit_refutes_or_silent(
+        rows,
+        what="the proof's noise",
+        method="accounting.audit.run_audit (exact privacy-loss distribution, rounded down)",
+    )
+
+
+def _thm1_implied_constants(ctx: Context) -> Outcome:
+    cal, why = optional_module("accounting.calibration")
+    rows = []
+    for q, K, eps, delta in _thm1_cases(ctx)[: 1 if ctx.quick else None]:
+
+        def f(b, q=q, K=K, delta=delta):
+            return _eps_schedule(q, b, K, delta, "inv-k")[0]
+
+        if cal is not None:
+            res = cal.calibrate_decreasing(f, eps, option="--noise-multiplier", lower=1e-2, upper=1e4)
+            sigma = res.value
+        else:  # bisection on log sigma; f is decreasing in sigma
+            lo, hi = 1e-2, 1e4
+            for _ in range(60):
+                mid = math.sqrt(lo * hi)
+                lo, hi = (mid, hi) if f(mid) > eps else (lo, mid)
+            sigma = hi
+        c2 = sigma**2 * eps**2 / (q * q * K * K * math.log(1 / delta))
+        c1_needed = eps / (q * q * K)  # the theorem's condition eps <= C1 B^2 K / n^2
+        rows.append(
+            {
+                "q": q,
+                "K": K,
+                "eps": eps,
+                "delta": delta,
+                "certified_min_sigma": g(sigma),
+                "implied_C2": g(c2),
+                "C1_needed_for_eps<=C1 q^2 K": g(c1_needed),
+            }
+        )
+    c2s = [r["implied_C2"] for r in rows]
+    return Outcome(
+        Verdict.CONFIRMED,
+        f"constants implied by the certified accountant: C2 in [{min(c2s)}, {max(c2s)}] over {len(rows)} "
+        "cases "
+        f"(the proof's explicit choice is C2 ~ 28 (1 + eps/(2 ln(1/delta))))",
+        "calibrate the smallest base sigma with certified eps <= target (schedule sigma^2/k), solve for C2",
+        {
+            "cases": rows,
+            "calibration": "accounting.calibration.calibrate_decreasing"
+            if cal is not None
+            else f"bisection ({why})",
+        },
+    )
+
+
+def _schedule_check(ctx: Context) -> Outcome:
+    rows = []
+    cases = (
+        [(0.01, 1000, 2.0, 1e-5), (0.05, 400, 3.0, 1e-5)]
+        if ctx.quick
+        else [
+            (0.01, 1000, 2.0, 1e-5),
+            (0.05, 400, 3.0, 1e-5),
+            (0.004, 2400, 1.0, 1e-5),
+            (0.02, 2000, 3.0, 1e-5),
+        ]
+    )
+    src = ""
+    for q, K, base, delta in cases:
+        e_k, src = _eps_schedule(q, base, K, delta, "inv-k")
+        e_sk, _ = _eps_schedule(q, base, K, delta, "inv-sqrt-k")
+        e_c, _ = _eps_schedule(q, base, K, delta, "constant")
+        rows.append(
+            {
+                "q": q,
+                "K": K,
+                "base_sigma": base,
+                "delta": delta,
+                "eps_text_sigma^2/k": g(e_k),
+                "eps_table3_sigma^2/sqrt(k)": g(e_sk),
+                "eps_constant": g(e_c),
+                "ratio_text/table3": g(e_k / e_sk),
+            }
+        )
+    covered = all(r["eps_table3_sigma^2/sqrt(k)"] <= r["eps_text_sigma^2/k"] * (1 + 1e-9) for r in rows)
+    r0 = rows[0]
+    plots = (
+        Plot(
+            name="d2p2_schedules",
+            title="D2P2: certified epsilon for the same base sigma under each schedule",
+            xlabel="case",
+            ylabel="epsilon",
+            series=(
+                {
+                    "label": "sigma^2/k (text, proof)",
+                    "x": list(range(len(rows))),
+                    "y": [r["eps_text_sigma^2/k"] for r in rows],
+                    "style": "o",
+                },
+                {
+                    "label": "sigma^2/sqrt(k) (Table 3, experiments)",
+                    "x": list(range(len(rows))),
+                    "y": [r["eps_table3_sigma^2/sqrt(k)"] for r in rows],
+                    "style": "s",
+                },
+                {
+                    "label": "constant",
+                    "x": list(range(len(rows))),
+                    "y": [r["eps_constant"] for r in rows],
+                    "style": "^",
+                },
+            ),
+            logy=True,
+        ),
+    )
+    return Outcome(
+        Verdict.CONFIRMED if covered else Verdict.REFUTED,
+        f"the schedules differ (q={r0['q']}, K={r0['K']}, sigma={r0['base_sigma']}: eps "
+        f"{r0['eps_text_sigma^2/k']} for sigma^2/k "
+        f"vs {r0['eps_table3_sigma^2/sqrt(k)']} for sigma^2/sqrt(k)); Table 3's slower decay is never less "
+        "private, "
+        "so the guarantee proved for sigma^2/k covers the experiments' schedule (conservatively)"
+        if covered
+        else "Table 3's schedule is less private than the proved one in some case",
+        "certified RDP accountant for both schedules at the same base sigma",
+        {
+            "cases": rows,
+            "accountant": src,
+            "question": "does Thm 1 (proved for sigma^2/k) cover the schedule of Table 3?",
+        },
+        plots,
+    )
+
+
+CLAIMS = [
+    Claim(
+        id="d2p2.thm1",
+        paper=PAPER,
+        location="Theorem 1 (proof App. A.3)",
+        statement=(
+            "There exist C1, C2 such that for eps <= C1 B^2 K/n^2, D2P2-SGD with sigma_{eps,k}^2 = "
+            "sigma^2/k is "
+            "(eps, delta)-DP if sigma^2 >= C2 B^2 K^2 ln(1/delta)/(n^2 eps^2)."
+        ),
+        formula="sigma^2 >= C2 B^2 K^2 ln(1/delta) / (n^2 eps^2)  =>  (eps, delta)-DP",
+        assumptions=("Assumption 2", "sigma_{eps,k}^2 = sigma^2/k", "fresh Gaussian projection A_k per step"),
+        depends_on=("d2p2.lemma4", "d2p2.lemma5"),
+        checks=(
+            Check("proof-prescription", "privacy", _thm1_proof_prescription, can_refute=False),
+            Check("with-projection", "privacy", _thm1_with_projection, can_refute=False),
+            Check("implied-constants", "privacy", _thm1_implied_constants, deciding=False),
+            Check("audit-at-proof-noise", "privacy", _thm1_audit, deciding=False),
+        ),
+        notes=(
+            "The existential constants are reported as the values the certified accountant implies. "
+            "Deciding: the proof's explicit choice (eq. 13) for the noise alone, and the same noise with "
+            "D2P2-SGD's fresh projection accounted for (a certified upper bound: where it exceeds the "
+            "target the verdict is inconclusive, not refuted). Whether projection is post-processing at "
+            "all is its own claim (d2p2.projection-postprocessing)."
+        ),
+    ),
+    Claim(
+        id="d2p2.noise-schedule",
+        paper=PAPER,
+        location="§3.1, Alg. 1, Thm 1 proof vs Table 3",
+        statement=(
+            "The text and proof decay the noise variance as sigma^2/k; Table 3 (and the experiments) use "
+            "sigma^2/sqrt(k). "
+            "Question checked: does the guarantee proved for sigma^2/k cover the schedule actually used?"
+        ),
+        formula="sigma_{eps,k}^2 = sigma^2/k (text)  vs  sigma^2/sqrt(k) (Table 3)",
+        assumptions=("same base sigma", "Poisson rate q"),
+        checks=(Check("schedules", "privacy", _schedule_check),),
+    ),
+]
