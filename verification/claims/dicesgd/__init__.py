@@ -11,7 +11,17 @@ are re-exported here.
 
 from __future__ import annotations
 
-from verification.claims.dicesgd import fixed_points, lemmas, mechanism, thm36, thm37
+from verification.claims.dicesgd import (
+    fixed_points,
+    hidden_state_steps,
+    lemmas,
+    mechanism,
+    noise_claims,
+    rdp_lemmas,
+    thm23,
+    thm36,
+    thm37,
+)
 from verification.claims.dicesgd._common import PAPER
 from verification.claims.dicesgd.fixed_points import (
     _ef_fixed_point_residuals,
@@ -32,13 +42,44 @@ from verification.claims.dicesgd.thm37 import (
     thm37_domain,
 )
 
-CLAIMS = [
-    *mechanism.CLAIMS,
-    *fixed_points.CLAIMS,
-    *lemmas.CLAIMS,
-    *thm36.CLAIMS,
-    *thm37.CLAIMS,
-]
+_MODULES = (
+    mechanism,
+    thm23,
+    fixed_points,
+    lemmas,
+    thm36,
+    thm37,
+    noise_claims,
+    rdp_lemmas,
+    hidden_state_steps,
+)
+_BY_ID = {c.id: c for m in _MODULES for c in m.CLAIMS}
+#: registry order: main text first (in the paper's order), then App. A, then App. C
+_ORDER = (
+    "dicesgd.gaussian-mechanism",
+    "dicesgd.thm2.3",
+    "dicesgd.fixed-point-gc",
+    "dicesgd.fixed-point-ef",
+    "dicesgd.thm3.6",
+    "dicesgd.thm3.7",
+    "dicesgd.remark-constant-factor",
+    "dicesgd.cor3.8",
+    "dicesgd.table1",
+    "dicesgd.lemma-a1",
+    "dicesgd.eq9",
+    "dicesgd.lemma-a5",
+    "dicesgd.step2-composition",
+    "dicesgd.thm3.7-clip-factor",
+    "dicesgd.lemma-a6",
+    "dicesgd.lemma-a7",
+    "dicesgd.lemma-a8",
+    "dicesgd.cor-a9",
+    "dicesgd.lemma-a10",
+    "dicesgd.example-b1",
+    "dicesgd.app-c4",
+)
+assert set(_ORDER) == set(_BY_ID), sorted(set(_ORDER) ^ set(_BY_ID))
+CLAIMS = [_BY_ID[cid] for cid in _ORDER]
 
 __all__ = [
     "CLAIMS",
