@@ -57,6 +57,16 @@ def test_lemma_a6_witness_replays_in_quadrature() -> None:
     assert rep["rhs"] == pytest.approx(float(rhs), rel=1e-6)
 
 
+def test_lemma_a8_as_applied_to_a_mixture_fails() -> None:
+    """Eq. (22)(b) applies Lemma A.8 to a Gaussian mixture; the full search's point, at 50 digits."""
+    from verification.claims.dicesgd.rdp_lemmas import _a8_mixture_replay
+
+    bad, rep = _a8_mixture_replay(
+        {"m": 0.1422214, "v": 13.322137, "p": 1.4855867e-05, "beta": 92.338569, "alpha": 3}
+    )
+    assert bad and rep["lhs_50_digits"] > rep["rhs_50_digits"] + 0.1
+
+
 def test_clip_factor_counterexample() -> None:
     """||clip(10) - clip(-0.5)|| = 1.5 > alpha_e (|10 - (-0.5)|) = 0.1 x 10.5 (C2 = 1, d = 1)."""
     clip = lambda x: float(np.clip(x, -1.0, 1.0))  # noqa: E731
