@@ -40,6 +40,49 @@ def verdict_table(results: Sequence[ClaimResult], *, summary_chars: int = 180) -
     return "\n".join(lines) + "\n"
 
 
+def _num(x) -> str:
+    return f"{x:.4g}" if isinstance(x, int | float) else str(x)
+
+
+def verdict_context(r: ClaimResult) -> list[str]:
+    """What stands behind a verdict, for the text output of ``dptheory verify`` (one item a line):
+    the verdict per declared reading (headline marked), each deciding check's adversarial search
+    (decades spanned per parameter, evaluations, worst ratio and where), and the premises."""
+    lines = []
+    per = r.readings_json()
+    if per:
+        lines.append(
+            "readings: "
+            + "; ".join(
+                f"{x['reading']}{' [headline]' if x['headline'] else ''} -> {x['verdict']}" for x in per
+            )
+        )
+    searched = False
+    for ch in r.checks:
+        d = ch.evidence.details
+        if not isinstance(d, dict) or "decades_spanned" not in d:
+            continue
+        searched = True
+        spans = ", ".join(
+            f"{k} {v['decades']:g} dec" if "decades" in v else f"{k} [{_num(v['min'])}, {_num(v['max'])}]"
+            for k, v in d["decades_spanned"].items()
+        )
+        at = ", ".join(f"{k}={_num(v)}" for k, v in d.get("at", {}).items())
+        role = "deciding" if ch.deciding else "informative"
+        lines.append(
+            f"searched ({ch.name}, {role}{', ' + ch.reading if ch.reading else ''}): "
+            f"{d['evaluations']} evaluations; worst ratio {_num(d['max_violation_ratio'])} at {at}; {spans}"
+        )
+    if not searched and r.claim.domain is not None:
+        names = ", ".join(p.name for p in r.claim.domain.params)
+        lines.append(
+            f"domain: {names} (declared; the deciding checks are closed-form, symbolic or a fixed family)"
+        )
+    if r.premises:
+        lines.append("depends on: " + ", ".join(f"{pid} ({v.value})" for pid, v in r.premises))
+    return lines
+
+
 def render_plot(plot: Plot, path: Path) -> None:
     """Draw one figure to ``path`` (PNG)."""
     import matplotlib

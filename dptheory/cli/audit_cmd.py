@@ -91,16 +91,67 @@ def run(args) -> int:
 
     params = params_from_args(args)
     result = run_audit(params, samples=samples, confidence=confidence, seed=int(seed), progress=True)
+    readings = claimed_by_reading(params) if result.algo == "dicesgd" else None
     emit_warnings(result.warnings)
     if args.json:
         out = result.to_json()
         if calibration is not None:
             out["calibration"] = calibration
+        if readings is not None:
+            out["epsilon_claimed_by_reading"] = [
+                {**r, "refuted": bool(result.epsilon_lower > r["epsilon_claimed"])} for r in readings
+            ]
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render(result, calibration) + "\n")
+        sys.stdout.write(render(result, calibration, readings) + "\n")
     return 0
+
+
+def claimed_by_reading(params) -> list[dict[str, Any]]:
+    """Theorem 3.7's claimed epsilon under both readings of its flattened ``min{C 2, G' 2}``.
+
+    The proof's last step bounds C2 by C/B, so the rendered "C 2" is C^2 with C >= B C2 (headline,
+    evaluated at the smallest C = B C2); App. C.4 / Algorithm 4 instead use C2^2.
+    """
+    from accounting.algorithms.dicesgd import theorem37_epsilon
+    from accounting.algorithms.registry import get_algorithm
+
+    p, _assumed, _warns = get_algorithm("dicesgd").resolve(params)
+    kw = dict(
+        noise_multiplier=p.noise_multiplier,
+        delta=p.delta,
+        steps=p.steps,
+        dataset_size=p.dataset_size,
+        batch_size=p.batch_size,
+        c1=p.c1,
+        c2=p.c2,
+        grad_bound=p.grad_bound,
+    )
+    return [
+        {
+            "reading": "C^2 with C = B C2 (the proof's last step; headline)",
+            "headline": True,
+            "epsilon_claimed": theorem37_epsilon(**kw, reading="proof"),
+        },
+        {
+            "reading": "C2^2 (App. C.4 / Algorithm 4)",
+            "headline": False,
+            "epsilon_claimed": theorem37_epsilon(**kw, reading="c2"),
+        },
+    ]
+
+
+def _verdict(result, readings: list | None) -> str:
+    if not readings or result.verdict.startswith("INCONSISTENT"):
+        return result.verdict
+    refuted = [r["headline"] for r in readings if result.epsilon_lower > r["epsilon_claimed"]]
+    if len(refuted) == len(readings):
+        return "claim refuted on this instance under both readings (epsilon_lower > epsilon_claimed)"
+    if refuted:
+        which = "the headline" if refuted[0] else "the non-headline"
+        return f"claim refuted on this instance under {which} reading only"
+    return "consistent with the claim on this instance under both readings"
 
 
 def _fmt(v: Any) -> str:
@@ -111,8 +162,8 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def render(result, calibration: dict[str, Any] | None = None) -> str:
-    """Human-readable table of an AuditResult."""
+def render(result, calibration: dict[str, Any] | None = None, readings: list | None = None) -> str:
+    """Human-readable table of an AuditResult (with Theorem 3.7's claimed eps per reading for DiceSGD)."""
     conf = "exact (deterministic)" if result.confidence >= 1 else f"confidence {result.confidence:g}"
     rows = [("algorithm", result.algo)]
     if calibration:
@@ -127,9 +178,16 @@ def render(result, calibration: dict[str, Any] | None = None) -> str:
         ("noise multiplier z", _fmt(result.noise_multiplier)),
         ("delta", _fmt(result.delta)),
         ("epsilon lower bound", f"{_fmt(result.epsilon_lower)}  ({conf})"),
-        ("epsilon claimed", _fmt(result.epsilon_claimed)),
+    ]
+    if readings:
+        for r in readings:
+            verdict = "refuted" if result.epsilon_lower > r["epsilon_claimed"] else "not refuted"
+            rows.append((f"epsilon claimed, {r['reading']}", f"{_fmt(r['epsilon_claimed'])}  ({verdict})"))
+    else:
+        rows.append(("epsilon claimed", _fmt(result.epsilon_claimed)))
+    rows += [
         ("epsilon certified", _fmt(result.epsilon_certified)),
-        ("verdict", result.verdict),
+        ("verdict", _verdict(result, readings)),
         ("instance", result.instance),
         ("method", result.method),
     ]

@@ -119,10 +119,14 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(verdict_table(results))
     else:
+        from verification.report import verdict_context
+
         for r in results:
             sys.stdout.write(
                 f"{r.claim.id:34s} {r.verdict.value:13s} {r.seconds:6.1f}s  {_short(r.summary, 150)}\n"
             )
+            for line in verdict_context(r):  # reading(s), searched domain, premises
+                sys.stdout.write(f"    {_short(line, 240)}\n")
         sys.stdout.write(
             f"{len(results)} claims in {elapsed:.1f}s: "
             + ", ".join(

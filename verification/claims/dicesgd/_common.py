@@ -1,0 +1,3 @@
+"""Shared constants of the DiceSGD claim modules."""
+
+PAPER = "dicesgd"
