@@ -329,13 +329,38 @@ def _schedule_values(name: str, base: float, steps: int) -> np.ndarray:
     return np.asarray(noise_multipliers(name, base, steps), dtype=float)
 
 
+def public_batch_size(s: RunSettings, prob: Any) -> float:
+    """B = q N with N the problem's (public) sample count: the one constant both the accountant and
+    the optimizer use (the optimizer gets it as ``expected_batch_size``)."""
+    return s.sample_rate * prob.size
+
+
+def check_one_projected_tensor(s: RunSettings, prob: Any) -> None:
+    """Refuse a projected D2P2 run on a problem with more than one parameter tensor.
+
+    Why: the optimizer projects each parameter tensor with its own matrix (dptheory.optim.d2p2,
+    "per layer"), whose sensitivity factor is :func:`accounting.projection.layerwise_fresh_factor_x`
+    and is driven by the *smallest* layer, while :func:`accounting_options` describes one
+    whole-model projection (``model_dim``, ``projection_dim``), which would understate epsilon
+    for a model with small layers. Every problem of dptheory.problems has one tensor ``x``
+    (tests/test_batch_size_public.py checks it), where both readings coincide; a new problem with
+    several tensors must first get per-layer accounting here (as dptheory.integrations.opacus has).
+    """
+    if s.algo in ("d2p2sgd", "dp2sgd") and s.projection != "none" and len(prob.x0) > 1:
+        raise InvalidParameter(
+            "--problem",
+            f"{prob.name} has {len(prob.x0)} parameter tensors; dptheory run accounts D2P2's projection "
+            "for one tensor only (per-layer accounting: dptheory.integrations.opacus)",
+        )
+
+
 def accounting_options(s: RunSettings, prob: Any) -> dict[str, Any]:
     """Keyword options for dptheory.api.calibrate/epsilon describing this run's mechanism."""
     opts: dict[str, Any] = {"sample_rate": s.sample_rate, "steps": s.steps}
     n = prob.size
     if s.algo in ("dpsgd", "dicesgd") or s.algo in D2P_FAMILY:
         opts["dataset_size"] = n
-        opts["batch_size"] = s.sample_rate * n
+        opts["batch_size"] = public_batch_size(s, prob)
     if s.algo == "dicesgd":
         opts["c1"] = s.c1
         opts["c2"] = s.c1 if s.c2 is None else s.c2
@@ -408,7 +433,8 @@ def build_optimizer(s: RunSettings, prob: Any, z: float, seed: int):
             sample_rate=s.sample_rate,
             **common,
         )
-    common.update(sample_rate=s.sample_rate)
+    # B is the accountant's public constant q N (accounting_options), never re-derived from the data
+    common.update(sample_rate=s.sample_rate, expected_batch_size=public_batch_size(s, prob))
     if s.algo == "dpsgd":
         return optim.DPSGD(
             prob.x0, prob.loss_fn, prob.data, c=s.c1, clip_mode=s.clip_mode, gamma=s.gamma, **common
@@ -459,6 +485,7 @@ def run(
     s = settings_for(algo, problem, defaults=prob, **options)
     dev = resolve_device(s.device)
     s.device = dev.type
+    check_one_projected_tensor(s, prob)
     z, privacy = resolve_noise(s, prob)
     fp = prob.clipped_fixed_point(
         s.algo, c1=s.c1, c2=s.c2, tau=s.tau, gamma=s.gamma, client_batch=client_batch(s, prob)

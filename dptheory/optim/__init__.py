@@ -6,7 +6,7 @@ Each optimizer's ``mechanism()`` says which privacy mechanism the code realises,
 ``PrivacyParams`` field names, so that accounting and code cannot drift apart.
 """
 
-from dptheory.optim.base import PrivateOptimizer, resolve_device
+from dptheory.optim.base import DataDependentBatchSizeWarning, PrivateOptimizer, resolve_device
 from dptheory.optim.clip21 import Client, FederatedClipping, Server
 from dptheory.optim.d2p2 import D2P2SGD, D2PSGD, DP2SGD
 from dptheory.optim.dicesgd import DiceAdam, DiceSGD
@@ -14,6 +14,7 @@ from dptheory.optim.dpsgd import DPSGD
 
 __all__ = [
     "PrivateOptimizer",
+    "DataDependentBatchSizeWarning",
     "resolve_device",
     "DPSGD",
     "DiceSGD",
