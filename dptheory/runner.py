@@ -68,6 +68,9 @@ class RunSettings:
     delta: float | None = None
     mode: str = "certified"
     record_every: int = 1
+    #: how the steps ran: ``batched`` (all seeds as one tensor program, dptheory.optim.batched) or
+    #: ``reference`` (one optimizer per seed, step by step); set by :func:`run`
+    engine: str = "reference"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -466,15 +469,28 @@ def client_batch(s: RunSettings, prob: Any) -> int | None:
     return sizes.pop() if len(sizes) == 1 else -1
 
 
+ENGINES = ("auto", "batched", "reference")
+#: The batched engine holds the noise of a chunk of seeds in memory: at most this many numbers.
+BATCH_NOISE_ENTRIES = 2**22
+
+
 def run(
     algo: str,
     problem: str,
     *,
     problem_options: dict[str, Any] | None = None,
     progress: bool | None = None,
+    engine: str = "auto",
     **options: Any,
 ) -> RunResult:
-    """Run ``algo`` on ``problem`` for ``seeds`` seeds; see :func:`settings_for` for options."""
+    """Run ``algo`` on ``problem`` for ``seeds`` seeds; see :func:`settings_for` for options.
+
+    ``engine``: ``reference`` steps one optimizer per seed; ``batched`` runs all seeds as one tensor
+    program (dptheory.optim.batched: same iterates bit for bit, refused where unsupported);
+    ``auto`` (default) takes ``batched`` wherever it applies.
+    """
+    if engine not in ENGINES:
+        raise InvalidParameter("--engine", f"must be one of {', '.join(ENGINES)} (got {engine!r})")
     from dptheory.optim.base import resolve_device
     from dptheory.problems import get_problem
 
@@ -507,17 +523,89 @@ def run(
 
         bar = tqdm(total=total, file=sys.stderr, desc=f"{s.algo} on {problem}", leave=False, mininterval=0.5)
     try:
-        for k in range(s.seeds):
-            seed = s.seed + k
-            opt = build_optimizer(s, prob, z, seed)
-            if k == 0:
-                result.mechanism = opt.mechanism()
-                privacy["noise_std"] = opt.noise_std(0)
-            result.runs.append(_run_one(opt, prob, s, fp, seed, bar))
+        first = build_optimizer(s, prob, z, s.seed)
+        result.mechanism = first.mechanism()
+        privacy["noise_std"] = first.noise_std(0)
+        why_not = batched_unsupported_reason(s, prob, first)
+        if engine == "batched" and why_not is not None:
+            raise InvalidParameter("--engine", f"batched does not apply here: {why_not}")
+        if engine != "reference" and why_not is None:
+            s.engine = "batched"
+            result.runs.extend(_run_batched(s, prob, z, fp, first, bar))
+        else:
+            s.engine = "reference"
+            for k in range(s.seeds):
+                seed = s.seed + k
+                opt = first if k == 0 else build_optimizer(s, prob, z, seed)
+                result.runs.append(_run_one(opt, prob, s, fp, seed, bar))
+                first = None  # let the first optimizer go once it has run
     finally:
         if bar is not None:
             bar.close()
     return result
+
+
+def batched_unsupported_reason(s: RunSettings, prob: Any, opt: Any) -> str | None:
+    """Why this run cannot take the batched engine (None: it can); ``opt`` is its first optimizer."""
+    from dptheory.optim import batched
+
+    if prob.losses_closed_form is None:
+        return "the problem has no closed-form loss"
+    if s.algo in CLIP21_FAMILY:
+        return batched.clip_unsupported_reason(opt, prob.grads_closed_form)
+    return batched.dp_unsupported_reason(opt, prob.grads_closed_form)
+
+
+def _run_batched(s: RunSettings, prob: Any, z: float, fp: Any, first: Any, bar: Any) -> list[SeedRun]:
+    """All seeds through dptheory.optim.batched, in chunks that bound the noise held in memory."""
+    from dptheory.optim import batched
+
+    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
+    chunk = max(1, min(s.seeds, BATCH_NOISE_ENTRIES // max(1, s.steps * width)))
+    rec = batched.record_steps(s.steps, s.record_every)
+    runs: list[SeedRun] = []
+    for start in range(0, s.seeds, chunk):
+        seeds = list(range(s.seed + start, s.seed + min(s.seeds, start + chunk)))
+        opts = [first if sd == s.seed else build_optimizer(s, prob, z, sd) for sd in seeds]
+        if s.algo in CLIP21_FAMILY:
+            index = [int(c[0]) for c in prob.clients]
+            xs = batched.run_clip(opts, prob.grads_closed_form, index, s.record_every)
+        else:
+            xs = batched.run_dp(opts, prob.grads_closed_form, s.record_every)
+        runs.extend(_seed_runs(prob, fp, seeds, rec, xs.numpy()))
+        if bar is not None:
+            bar.update(len(seeds) * s.steps)
+    return runs
+
+
+def _seed_runs(prob: Any, fp: Any, seeds: list[int], rec: list[int], xs: np.ndarray) -> list[SeedRun]:
+    """:class:`SeedRun` records of batched iterates ``xs`` (K, R, d), as :func:`_run_one` makes them."""
+    bad = ~np.all(np.isfinite(xs), axis=2)
+    if bad.any():
+        k, r = np.argwhere(bad)[0]
+        raise InvalidParameter("--lr", f"the iterates diverged (non-finite x at step {rec[r]}); lower --lr")
+    m = prob.metrics_batched(xs)
+    if fp is not None:
+        gap = np.maximum(fp.lo - xs, 0) + np.maximum(xs - fp.hi, 0)
+        m["dist_to_fixed_point"] = np.linalg.norm(gap, axis=2)
+    else:
+        m["dist_to_fixed_point"] = np.full(xs.shape[:2], math.nan)
+    out = []
+    for k, seed in enumerate(seeds):
+        traj = {key: np.asarray(v[k], dtype=float) for key, v in m.items()}
+        traj["step"] = np.array(rec)
+        if prob.dim == 1:
+            traj["x"] = xs[k, :, 0].copy()
+        x = xs[k, -1].copy()
+        metrics: dict[str, float | None] = {
+            "final_loss": float(traj["loss"][-1]),
+            "grad_norm": float(traj["grad_norm"][-1]),
+            "dist_to_opt": float(traj["dist_to_opt"][-1]),
+            "dist_to_fixed_point": float(traj["dist_to_fixed_point"][-1]) if fp is not None else None,
+            "x": float(x[0]) if prob.dim == 1 else None,
+        }
+        out.append(SeedRun(seed=seed, x=x, metrics=metrics, trajectory=traj))
+    return out
 
 
 def _record(prob: Any, x: np.ndarray, fp: Any) -> dict[str, float]:
