@@ -103,7 +103,15 @@ def make_ours(cls, model_fn, x, y, batches, *, c: float, z: float, lr: float, ow
         return bce(logit, sample["y"])
 
     b = len(batches[0])
-    kw = dict(lr=lr, noise_multiplier=z, sample_rate=b / x.shape[0], device=x.device, seed=0, steps=10_000)
+    kw = dict(
+        lr=lr,
+        noise_multiplier=z,
+        sample_rate=b / x.shape[0],
+        expected_batch_size=b,  # public constant, as Opacus' expected_batch_size
+        device=x.device,
+        seed=0,
+        steps=10_000,
+    )
     kw.update({"c": c} if cls.__name__ == "DPSGD" else {"c1": c, "c2": c})
     opt = cls(params, loss_fn, {"x": x, "y": y}, **kw, **options)
     it = [0]

@@ -551,6 +551,9 @@ def batched_unsupported_reason(s: RunSettings, prob: Any, opt: Any) -> str | Non
 
     if prob.losses_closed_form is None:
         return "the problem has no closed-form loss"
+    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
+    if np.any(np.asarray(opt.z) != 0) and s.steps * width > BATCH_NOISE_ENTRIES:
+        return f"a noisy run of more than {BATCH_NOISE_ENTRIES} steps x dimensions (noise held in memory)"
     if s.algo in CLIP21_FAMILY:
         return batched.clip_unsupported_reason(opt, prob.grads_closed_form)
     return batched.dp_unsupported_reason(opt, prob.grads_closed_form)

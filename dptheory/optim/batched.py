@@ -95,9 +95,9 @@ def _noise(opts: Sequence[Any], steps: int, d: int, std_of: Callable[[Any, int],
     With every std 0 the reference's noise is +-0, which leaves every iterate unchanged, and with
     q = 1 nothing else is drawn from the generator: skipping the draws changes no value.
     """
-    stds = [[std_of(o, t) for t in range(steps)] for o in opts]
-    if not any(any(s != 0.0 for s in row) for row in stds):
+    if not any(np.any(o.z != 0) for o in opts):
         return None
+    stds = [[std_of(o, t) for t in range(steps)] for o in opts]
     out = torch.empty((len(opts), steps, d), dtype=torch.float64)
     for k, o in enumerate(opts):
         raw = normal_stream(o.generator, steps, (d,), torch.float64)
@@ -233,9 +233,9 @@ def run_clip(
     rec = record_steps(steps, every)
     xs = torch.empty((k_seeds, len(rec), d), dtype=x.dtype)
     xs[:, 0] = x
-    stds = [[f.noise_std(t) for t in range(steps)] for f in feds]
     noise = None
-    if any(any(s != 0.0 for s in row) for row in stds):
+    if any(np.any(f.z != 0) for f in feds):
+        stds = [[f.noise_std(t) for t in range(steps)] for f in feds]
         noise = torch.empty((k_seeds, steps, n, d), dtype=torch.float64)
         for k, f in enumerate(feds):
             std = torch.tensor(stds[k], dtype=torch.float64)[:, None]
