@@ -5,6 +5,11 @@
 schedules from :mod:`accounting.schedules`), steps it, and records loss, ||grad f||, distance
 to the optimum and to the clipped method's exact fixed point along the way.
 
+Engines: where the problem has closed forms and the run is full batch, all K seeds run as one
+batched tensor program (:mod:`dptheory.optim.batched`, the same iterates bit for bit); otherwise
+one reference optimizer per seed steps in turn. Metrics are recorded every ``record_every`` steps.
+The optimizer's B is the accountant's public ``q N`` (:func:`public_batch_size`).
+
 Defaults (documented in ``dptheory run --help``): noise multiplier 0, i.e. a *non-private*
 run that isolates the optimisation effect of clipping; the output says ``private: false``.
 """

@@ -29,7 +29,7 @@ xs = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(x=xs, c=st.floats(0.05, 12.0), a=st.floats(0.1, 10.0), L=st.floats(0.1, 5.0))
 def test_closed_forms_equal_torch_func(x, c, a, L):
     for prob in (get_problem("dicesgd-b1", c=c), get_problem("clip21-example1", a=a, L=L)):

@@ -4,6 +4,7 @@ One module per paper: :mod:`.dpsgd` (DPSGD-GC), :mod:`.dicesgd` (DiceSGD, Adam v
 :mod:`.clip21` (Clip-SGD, Clip21-SGD, Clip21-SGD2M), :mod:`.d2p2` (D2P2-SGD, D2P-SGD, DP2-SGD).
 Each optimizer's ``mechanism()`` says which privacy mechanism the code realises, with
 ``PrivacyParams`` field names, so that accounting and code cannot drift apart.
+:mod:`.batched` runs many seeds of a toy configuration as one tensor program (same iterates).
 """
 
 from dptheory.optim.base import DataDependentBatchSizeWarning, PrivateOptimizer, resolve_device
