@@ -168,3 +168,19 @@ def test_record_steps_match_the_reference_recording():
 def test_bad_engine_is_refused():
     with pytest.raises(InvalidParameter, match="--engine"):
         runner.run("dpsgd", "dicesgd-b1", steps=3, engine="fast")
+
+
+@pytest.mark.slow  # tracing costs seconds; traced == vmap is tests/test_optim_fastpath.py's job
+@pytest.mark.parametrize(
+    "algo, kw",
+    [
+        ("dpsgd", dict(c1=2.5, noise_multiplier=1.0)),
+        ("dicesgd", dict(c1=0.7, c2=0.2, noise_multiplier=0.5, lr=0.3)),
+    ],
+)
+def test_batched_engine_equals_the_traced_reference(algo, kw):
+    """Runs of >= 500 steps take the traced per-sample kernel on the reference engine (the default
+    path before the batched engine): the batched iterates equal those too."""
+    ref = runner.run(algo, "dicesgd-b1", steps=600, engine="reference", progress=False, **kw)
+    fast = runner.run(algo, "dicesgd-b1", steps=600, engine="batched", progress=False, **kw)
+    _same_iterates(fast, ref)
