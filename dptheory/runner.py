@@ -17,9 +17,7 @@ run that isolates the optimisation effect of clipping; the output says ``private
 from __future__ import annotations
 
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -531,12 +529,14 @@ def run(
         first = build_optimizer(s, prob, z, s.seed)
         result.mechanism = first.mechanism()
         privacy["noise_std"] = first.noise_std(0)
+        from dptheory.run_batched import batched_unsupported_reason, run_batched
+
         why_not = batched_unsupported_reason(s, prob, first)
         if engine == "batched" and why_not is not None:
             raise InvalidParameter("--engine", f"batched does not apply here: {why_not}")
         if engine != "reference" and why_not is None:
             s.engine = "batched"
-            result.runs.extend(_run_batched(s, prob, z, fp, first, bar))
+            result.runs.extend(run_batched(s, prob, z, fp, first, bar))
         else:
             s.engine = "reference"
             for k in range(s.seeds):
@@ -548,72 +548,6 @@ def run(
         if bar is not None:
             bar.close()
     return result
-
-
-def batched_unsupported_reason(s: RunSettings, prob: Any, opt: Any) -> str | None:
-    """Why this run cannot take the batched engine (None: it can); ``opt`` is its first optimizer."""
-    from dptheory.optim import batched
-
-    if prob.losses_closed_form is None:
-        return "the problem has no closed-form loss"
-    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
-    if np.any(np.asarray(opt.z) != 0) and s.steps * width > BATCH_NOISE_ENTRIES:
-        return f"a noisy run of more than {BATCH_NOISE_ENTRIES} steps x dimensions (noise held in memory)"
-    if s.algo in CLIP21_FAMILY:
-        return batched.clip_unsupported_reason(opt, prob.grads_closed_form)
-    return batched.dp_unsupported_reason(opt, prob.grads_closed_form)
-
-
-def _run_batched(s: RunSettings, prob: Any, z: float, fp: Any, first: Any, bar: Any) -> list[SeedRun]:
-    """All seeds through dptheory.optim.batched, in chunks that bound the noise held in memory."""
-    from dptheory.optim import batched
-
-    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
-    chunk = max(1, min(s.seeds, BATCH_NOISE_ENTRIES // max(1, s.steps * width)))
-    rec = batched.record_steps(s.steps, s.record_every)
-    runs: list[SeedRun] = []
-    for start in range(0, s.seeds, chunk):
-        seeds = list(range(s.seed + start, s.seed + min(s.seeds, start + chunk)))
-        opts = [first if sd == s.seed else build_optimizer(s, prob, z, sd) for sd in seeds]
-        if s.algo in CLIP21_FAMILY:
-            index = [int(c[0]) for c in prob.clients]
-            xs = batched.run_clip(opts, prob.grads_closed_form, index, s.record_every)
-        else:
-            xs = batched.run_dp(opts, prob.grads_closed_form, s.record_every)
-        runs.extend(_seed_runs(prob, fp, seeds, rec, xs.numpy()))
-        if bar is not None:
-            bar.update(len(seeds) * s.steps)
-    return runs
-
-
-def _seed_runs(prob: Any, fp: Any, seeds: list[int], rec: list[int], xs: np.ndarray) -> list[SeedRun]:
-    """:class:`SeedRun` records of batched iterates ``xs`` (K, R, d), as :func:`_run_one` makes them."""
-    bad = ~np.all(np.isfinite(xs), axis=2)
-    if bad.any():
-        k, r = np.argwhere(bad)[0]
-        raise InvalidParameter("--lr", f"the iterates diverged (non-finite x at step {rec[r]}); lower --lr")
-    m = prob.metrics_batched(xs)
-    if fp is not None:
-        gap = np.maximum(fp.lo - xs, 0) + np.maximum(xs - fp.hi, 0)
-        m["dist_to_fixed_point"] = np.linalg.norm(gap, axis=2)
-    else:
-        m["dist_to_fixed_point"] = np.full(xs.shape[:2], math.nan)
-    out = []
-    for k, seed in enumerate(seeds):
-        traj = {key: np.asarray(v[k], dtype=float) for key, v in m.items()}
-        traj["step"] = np.array(rec)
-        if prob.dim == 1:
-            traj["x"] = xs[k, :, 0].copy()
-        x = xs[k, -1].copy()
-        metrics: dict[str, float | None] = {
-            "final_loss": float(traj["loss"][-1]),
-            "grad_norm": float(traj["grad_norm"][-1]),
-            "dist_to_opt": float(traj["dist_to_opt"][-1]),
-            "dist_to_fixed_point": float(traj["dist_to_fixed_point"][-1]) if fp is not None else None,
-            "x": float(x[0]) if prob.dim == 1 else None,
-        }
-        out.append(SeedRun(seed=seed, x=x, metrics=metrics, trajectory=traj))
-    return out
 
 
 def _record(prob: Any, x: np.ndarray, fp: Any) -> dict[str, float]:
@@ -658,75 +592,15 @@ def _run_one(opt: Any, prob: Any, s: RunSettings, fp: Any, seed: int, bar: Any) 
     return SeedRun(seed=seed, x=x, metrics=metrics, trajectory=traj)
 
 
-# ---------------------------------------------------------------------------------------------
-def check_plot_path(path: str) -> None:
-    """Fail early (before a long run) if the PNG cannot be written there."""
-    if not path.lower().endswith(".png"):
-        raise InvalidParameter("--plot", f"must be a .png path (got {path!r})")
-    from dptheory.paths import probe_writable_dir
+# plotting lives in dptheory.run_plot; re-exported here for the CLI and scripts
+from dptheory.run_plot import check_plot_path, plot_result, save_figure_atomic  # noqa: E402
 
-    if os.path.isdir(path):
-        raise InvalidParameter("--plot", f"is a directory: {path}")
-    probe_writable_dir("--plot", os.path.dirname(os.path.abspath(path)))
-
-
-def save_figure_atomic(fig: Any, path: str, **kw: Any) -> None:
-    """Write to a temporary file in the same directory, then rename: no half-written PNG."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=d)
-    os.close(fd)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a figure should be readable like any file
-        fig.savefig(tmp, format="png", **kw)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def plot_result(result: RunResult, path: str) -> None:
-    """Trajectories of every seed: x_t (1-D) or f - f*, and ||grad f||, with x* / fixed point."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = result.settings
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    one_d = result.runs and "x" in result.runs[0].trajectory
-    for r in result.runs:
-        tr = r.trajectory
-        if one_d:
-            axes[0].plot(tr["step"][: len(tr["x"])], tr["x"], lw=1, alpha=0.8)
-        else:
-            axes[0].semilogy(tr["step"], np.maximum(tr["suboptimality"], 1e-16), lw=1, alpha=0.8)
-        axes[1].semilogy(tr["step"], np.maximum(tr["grad_norm"], 1e-16), lw=1, alpha=0.8)
-    if one_d:
-        axes[0].axhline(float(result.optimum[0]), color="k", ls="--", lw=1, label="x* (optimum)")
-        fp = result.fixed_point
-        if fp is not None:
-            lo, hi = float(fp.lo[0]), float(fp.hi[0])
-            if hi - lo > 1e-9:
-                axes[0].axhspan(lo, hi, color="tab:red", alpha=0.15, label="clipped fixed-point set")
-            else:
-                axes[0].axhline(lo, color="tab:red", ls=":", lw=1.5, label="clipped fixed point")
-        axes[0].set_ylabel("x_t")
-        axes[0].legend(loc="best", fontsize=8)
-    else:
-        axes[0].set_ylabel("f(x_t) - f*")
-    axes[1].set_ylabel("||grad f(x_t)||")
-    for ax in axes:
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-    priv = (
-        f"z={result.privacy.get('noise_multiplier', 0):.3g}"
-        if result.privacy.get("private")
-        else "non-private"
-    )
-    fig.suptitle(f"{s.algo} on {s.problem} (lr={s.lr:g}, q={s.sample_rate:g}, {priv}, {s.seeds} seed(s))")
-    fig.tight_layout()
-    save_figure_atomic(fig, path, dpi=110)
-    plt.close(fig)
+__all__ = [
+    "run",
+    "RunResult",
+    "RunSettings",
+    "SeedRun",
+    "check_plot_path",
+    "plot_result",
+    "save_figure_atomic",
+]
