@@ -25,6 +25,10 @@ over rounds of wall time per step, steps/s, samples/s, and the ratio to Opacus, 
 ratio in process CPU time (less sensitive to other jobs on the machine).
 
 Run: ``python benchmarks/bench_optim.py [--threads 1] [--dim 100] [--batch-sizes 64,256,1024]``.
+
+Toy runs (``--toy quick|full``, or :func:`toy_rows` from another script): ``dptheory run`` on the
+papers' 1-D counterexamples, the batched engine against the reference engine and Opacus, as
+``(name, ours_s, anchor_s, ratio, note)`` rows in process CPU seconds.
 """
 
 from __future__ import annotations
@@ -99,7 +103,15 @@ def make_ours(cls, model_fn, x, y, batches, *, c: float, z: float, lr: float, ow
         return bce(logit, sample["y"])
 
     b = len(batches[0])
-    kw = dict(lr=lr, noise_multiplier=z, sample_rate=b / x.shape[0], device=x.device, seed=0, steps=10_000)
+    kw = dict(
+        lr=lr,
+        noise_multiplier=z,
+        sample_rate=b / x.shape[0],
+        expected_batch_size=b,  # public constant, as Opacus' expected_batch_size
+        device=x.device,
+        seed=0,
+        steps=10_000,
+    )
     kw.update({"c": c} if cls.__name__ == "DPSGD" else {"c1": c, "c2": c})
     opt = cls(params, loss_fn, {"x": x, "y": y}, **kw, **options)
     it = [0]
@@ -206,6 +218,122 @@ def _kernel_mode(info) -> str:
     return info if isinstance(info, str) else str(info.get("mode"))
 
 
+# ----------------------------------------------------------------------------- toy runs (issue 11)
+def _cpu_seconds(fn, repeats: int = 1) -> float:
+    """Median process CPU seconds of ``fn()`` over ``repeats`` calls."""
+    out = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        out.append(time.process_time() - c0)
+    return statistics.median(out)
+
+
+def _opacus_toy_dpsgd(steps: int, *, c: float = 1.0, lr: float = 0.1, x0: float = 1.0):
+    """Opacus DP-SGD (GradSampleModule + DPOptimizer, z = 0) on dicesgd-b1, full batch: the same
+    update ``x - (lr/N) sum_i clip(g_i, C)``. Returns a closure running ``steps`` steps -> final x."""
+    import warnings
+
+    import torch
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    from dptheory.problems import get_problem
+    from dptheory.problems.dicesgd_b1 import huber_of_residual
+
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")
+    prob = get_problem("dicesgd-b1", c=c, x0=x0)
+    cp, xi = prob.notes["C_prime"], prob.data["xi"]
+    n = xi.shape[0]
+
+    def go() -> float:
+        lin = torch.nn.Linear(1, 1, bias=False).double()
+        with torch.no_grad():
+            lin.weight.fill_(x0)
+        model = GradSampleModule(lin)
+        opt = DPOptimizer(
+            torch.optim.SGD(model.parameters(), lr=lr),
+            noise_multiplier=0.0,
+            max_grad_norm=c,
+            expected_batch_size=n,
+        )
+        ones = torch.ones(n, 1, dtype=torch.float64)
+        for _ in range(steps):
+            opt.zero_grad(set_to_none=True)
+            huber_of_residual(model(ones).squeeze(-1) - xi, cp).mean().backward()
+            opt.step()
+        return float(lin.weight.detach()[0, 0])
+
+    return go
+
+
+def toy_rows(quick: bool = True) -> list[tuple[str, float, float, float, str]]:
+    """Toy-run rows ``(name, ours_s, anchor_s, ratio, note)``, measured side by side in this process.
+
+    ``ours_s`` and ``anchor_s`` are process CPU seconds of the whole ``dptheory.runner.run`` call
+    (problem, fixed point, steps, metrics; imports and first-call set-up excluded by a warm-up);
+    ``ratio = anchor_s / ours_s`` (> 1: we are faster). Anchors: the reference engine (one optimizer
+    per seed, step by step, traced kernel: the path every run took before the batched engine, and
+    the one the tests compare against), and Opacus' DP-SGD on the same 1-D problem where Opacus
+    can express it. ``quick`` uses 8 seeds for the many-seed rows, else 64.
+    """
+    from dptheory import runner
+
+    def job(algo, problem, engine, **kw):
+        return lambda: runner.run(algo, problem, engine=engine, progress=False, **kw)
+
+    for algo, problem in (("dpsgd", "dicesgd-b1"), ("clip21sgd2m", "clip21-example1")):  # warm-up
+        job(algo, problem, "batched", steps=600)()
+        job(algo, problem, "reference", steps=600)()
+    k = 8 if quick else 64
+    cases = [
+        ("run dpsgd dicesgd-b1 T=4000, 1 seed", "dpsgd", "dicesgd-b1", dict(steps=4000)),
+        (f"run dpsgd dicesgd-b1 T=4000, {k} seeds", "dpsgd", "dicesgd-b1", dict(steps=4000, seeds=k)),
+        (
+            f"run dpsgd dicesgd-b1 T=4000, {k} seeds, z=1",
+            "dpsgd",
+            "dicesgd-b1",
+            dict(steps=4000, seeds=k, noise_multiplier=1.0),
+        ),
+        ("run clip21sgd2m clip21-example1 T=3000", "clip21sgd2m", "clip21-example1", dict(steps=3000)),
+        ("run dicesgd dicesgd-b1 T=4000, 1 seed", "dicesgd", "dicesgd-b1", dict(steps=4000)),
+    ]
+    rows = []
+    for name, algo, problem, kw in cases:
+        ours = _cpu_seconds(job(algo, problem, "batched", **kw), repeats=3)
+        anchor = _cpu_seconds(job(algo, problem, "reference", **kw))
+        rows.append(
+            (name, ours, anchor, anchor / ours, "anchor: reference engine (same iterates bit for bit)")
+        )
+    try:
+        opacus_go = _opacus_toy_dpsgd(4000)
+    except ImportError:
+        rows.append(("run dpsgd dicesgd-b1 T=4000 vs Opacus", float("nan"), float("nan"), float("nan"),
+                     "opacus not installed"))  # fmt: skip
+        return rows
+    ours_x = runner.run("dpsgd", "dicesgd-b1", steps=4000, progress=False).runs[0].x[0]
+    anchor = _cpu_seconds(opacus_go)
+    ours = _cpu_seconds(job("dpsgd", "dicesgd-b1", "batched", steps=4000), repeats=3)
+    gap = abs(opacus_go() - ours_x)
+    rows.append(
+        (
+            "run dpsgd dicesgd-b1 T=4000 vs Opacus",
+            ours,
+            anchor,
+            anchor / ours,
+            f"anchor: Opacus DPOptimizer, steps only (no metrics); |x_T ours - Opacus| = {gap:.1e} "
+            "(Opacus clips by C/(norm + 1e-6))",
+        )
+    )
+    return rows
+
+
+def print_toy_rows(rows) -> None:
+    print(f"{'toy run':44s} {'ours s':>8s} {'anchor s':>9s} {'ratio':>7s}  note")
+    for name, ours, anchor, ratio, note in rows:
+        print(f"{name:44s} {ours:8.3f} {anchor:9.3f} {ratio:7.1f}  {note}")
+
+
 def main(argv=None) -> int:
     import torch
 
@@ -224,7 +352,17 @@ def main(argv=None) -> int:
         default=True,
         help="also time compile=True (torch.compile of the per-sample kernel; first call not timed)",
     )
+    p.add_argument(
+        "--toy",
+        choices=("quick", "full"),
+        help="only the toy-run rows (dptheory run, batched vs reference engine and Opacus); full: 64 seeds",
+    )
     args = p.parse_args(argv)
+    if args.toy:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        print_toy_rows(toy_rows(quick=args.toy == "quick"))
+        return 0
     args.batch_sizes = [int(v) for v in args.batch_sizes.split(",")]
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -5,6 +5,11 @@
 schedules from :mod:`accounting.schedules`), steps it, and records loss, ||grad f||, distance
 to the optimum and to the clipped method's exact fixed point along the way.
 
+Engines: where the problem has closed forms and the run is full batch, all K seeds run as one
+batched tensor program (:mod:`dptheory.optim.batched`, the same iterates bit for bit); otherwise
+one reference optimizer per seed steps in turn. Metrics are recorded every ``record_every`` steps.
+The optimizer's B is the accountant's public ``q N`` (:func:`public_batch_size`).
+
 Defaults (documented in ``dptheory run --help``): noise multiplier 0, i.e. a *non-private*
 run that isolates the optimisation effect of clipping; the output says ``private: false``.
 """
@@ -12,9 +17,7 @@ run that isolates the optimisation effect of clipping; the output says ``private
 from __future__ import annotations
 
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +71,9 @@ class RunSettings:
     delta: float | None = None
     mode: str = "certified"
     record_every: int = 1
+    #: how the steps ran: ``batched`` (all seeds as one tensor program, dptheory.optim.batched) or
+    #: ``reference`` (one optimizer per seed, step by step); set by :func:`run`
+    engine: str = "reference"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -329,13 +335,38 @@ def _schedule_values(name: str, base: float, steps: int) -> np.ndarray:
     return np.asarray(noise_multipliers(name, base, steps), dtype=float)
 
 
+def public_batch_size(s: RunSettings, prob: Any) -> float:
+    """B = q N with N the problem's (public) sample count: the one constant both the accountant and
+    the optimizer use (the optimizer gets it as ``expected_batch_size``)."""
+    return s.sample_rate * prob.size
+
+
+def check_one_projected_tensor(s: RunSettings, prob: Any) -> None:
+    """Refuse a projected D2P2 run on a problem with more than one parameter tensor.
+
+    Why: the optimizer projects each parameter tensor with its own matrix (dptheory.optim.d2p2,
+    "per layer"), whose sensitivity factor is :func:`accounting.projection.layerwise_fresh_factor_x`
+    and is driven by the *smallest* layer, while :func:`accounting_options` describes one
+    whole-model projection (``model_dim``, ``projection_dim``), which would understate epsilon
+    for a model with small layers. Every problem of dptheory.problems has one tensor ``x``
+    (tests/test_batch_size_public.py checks it), where both readings coincide; a new problem with
+    several tensors must first get per-layer accounting here (as dptheory.integrations.opacus has).
+    """
+    if s.algo in ("d2p2sgd", "dp2sgd") and s.projection != "none" and len(prob.x0) > 1:
+        raise InvalidParameter(
+            "--problem",
+            f"{prob.name} has {len(prob.x0)} parameter tensors; dptheory run accounts D2P2's projection "
+            "for one tensor only (per-layer accounting: dptheory.integrations.opacus)",
+        )
+
+
 def accounting_options(s: RunSettings, prob: Any) -> dict[str, Any]:
     """Keyword options for dptheory.api.calibrate/epsilon describing this run's mechanism."""
     opts: dict[str, Any] = {"sample_rate": s.sample_rate, "steps": s.steps}
     n = prob.size
     if s.algo in ("dpsgd", "dicesgd") or s.algo in D2P_FAMILY:
         opts["dataset_size"] = n
-        opts["batch_size"] = s.sample_rate * n
+        opts["batch_size"] = public_batch_size(s, prob)
     if s.algo == "dicesgd":
         opts["c1"] = s.c1
         opts["c2"] = s.c1 if s.c2 is None else s.c2
@@ -408,7 +439,8 @@ def build_optimizer(s: RunSettings, prob: Any, z: float, seed: int):
             sample_rate=s.sample_rate,
             **common,
         )
-    common.update(sample_rate=s.sample_rate)
+    # B is the accountant's public constant q N (accounting_options), never re-derived from the data
+    common.update(sample_rate=s.sample_rate, expected_batch_size=public_batch_size(s, prob))
     if s.algo == "dpsgd":
         return optim.DPSGD(
             prob.x0, prob.loss_fn, prob.data, c=s.c1, clip_mode=s.clip_mode, gamma=s.gamma, **common
@@ -440,15 +472,28 @@ def client_batch(s: RunSettings, prob: Any) -> int | None:
     return sizes.pop() if len(sizes) == 1 else -1
 
 
+ENGINES = ("auto", "batched", "reference")
+#: The batched engine holds the noise of a chunk of seeds in memory: at most this many numbers.
+BATCH_NOISE_ENTRIES = 2**22
+
+
 def run(
     algo: str,
     problem: str,
     *,
     problem_options: dict[str, Any] | None = None,
     progress: bool | None = None,
+    engine: str = "auto",
     **options: Any,
 ) -> RunResult:
-    """Run ``algo`` on ``problem`` for ``seeds`` seeds; see :func:`settings_for` for options."""
+    """Run ``algo`` on ``problem`` for ``seeds`` seeds; see :func:`settings_for` for options.
+
+    ``engine``: ``reference`` steps one optimizer per seed; ``batched`` runs all seeds as one tensor
+    program (dptheory.optim.batched: same iterates bit for bit, refused where unsupported);
+    ``auto`` (default) takes ``batched`` wherever it applies.
+    """
+    if engine not in ENGINES:
+        raise InvalidParameter("--engine", f"must be one of {', '.join(ENGINES)} (got {engine!r})")
     from dptheory.optim.base import resolve_device
     from dptheory.problems import get_problem
 
@@ -459,6 +504,7 @@ def run(
     s = settings_for(algo, problem, defaults=prob, **options)
     dev = resolve_device(s.device)
     s.device = dev.type
+    check_one_projected_tensor(s, prob)
     z, privacy = resolve_noise(s, prob)
     fp = prob.clipped_fixed_point(
         s.algo, c1=s.c1, c2=s.c2, tau=s.tau, gamma=s.gamma, client_batch=client_batch(s, prob)
@@ -480,13 +526,24 @@ def run(
 
         bar = tqdm(total=total, file=sys.stderr, desc=f"{s.algo} on {problem}", leave=False, mininterval=0.5)
     try:
-        for k in range(s.seeds):
-            seed = s.seed + k
-            opt = build_optimizer(s, prob, z, seed)
-            if k == 0:
-                result.mechanism = opt.mechanism()
-                privacy["noise_std"] = opt.noise_std(0)
-            result.runs.append(_run_one(opt, prob, s, fp, seed, bar))
+        first = build_optimizer(s, prob, z, s.seed)
+        result.mechanism = first.mechanism()
+        privacy["noise_std"] = first.noise_std(0)
+        from dptheory.run_batched import batched_unsupported_reason, run_batched
+
+        why_not = batched_unsupported_reason(s, prob, first)
+        if engine == "batched" and why_not is not None:
+            raise InvalidParameter("--engine", f"batched does not apply here: {why_not}")
+        if engine != "reference" and why_not is None:
+            s.engine = "batched"
+            result.runs.extend(run_batched(s, prob, z, fp, first, bar))
+        else:
+            s.engine = "reference"
+            for k in range(s.seeds):
+                seed = s.seed + k
+                opt = first if k == 0 else build_optimizer(s, prob, z, seed)
+                result.runs.append(_run_one(opt, prob, s, fp, seed, bar))
+                first = None  # let the first optimizer go once it has run
     finally:
         if bar is not None:
             bar.close()
@@ -535,75 +592,15 @@ def _run_one(opt: Any, prob: Any, s: RunSettings, fp: Any, seed: int, bar: Any) 
     return SeedRun(seed=seed, x=x, metrics=metrics, trajectory=traj)
 
 
-# ---------------------------------------------------------------------------------------------
-def check_plot_path(path: str) -> None:
-    """Fail early (before a long run) if the PNG cannot be written there."""
-    if not path.lower().endswith(".png"):
-        raise InvalidParameter("--plot", f"must be a .png path (got {path!r})")
-    from dptheory.paths import probe_writable_dir
+# plotting lives in dptheory.run_plot; re-exported here for the CLI and scripts
+from dptheory.run_plot import check_plot_path, plot_result, save_figure_atomic  # noqa: E402
 
-    if os.path.isdir(path):
-        raise InvalidParameter("--plot", f"is a directory: {path}")
-    probe_writable_dir("--plot", os.path.dirname(os.path.abspath(path)))
-
-
-def save_figure_atomic(fig: Any, path: str, **kw: Any) -> None:
-    """Write to a temporary file in the same directory, then rename: no half-written PNG."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=d)
-    os.close(fd)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a figure should be readable like any file
-        fig.savefig(tmp, format="png", **kw)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def plot_result(result: RunResult, path: str) -> None:
-    """Trajectories of every seed: x_t (1-D) or f - f*, and ||grad f||, with x* / fixed point."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = result.settings
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    one_d = result.runs and "x" in result.runs[0].trajectory
-    for r in result.runs:
-        tr = r.trajectory
-        if one_d:
-            axes[0].plot(tr["step"][: len(tr["x"])], tr["x"], lw=1, alpha=0.8)
-        else:
-            axes[0].semilogy(tr["step"], np.maximum(tr["suboptimality"], 1e-16), lw=1, alpha=0.8)
-        axes[1].semilogy(tr["step"], np.maximum(tr["grad_norm"], 1e-16), lw=1, alpha=0.8)
-    if one_d:
-        axes[0].axhline(float(result.optimum[0]), color="k", ls="--", lw=1, label="x* (optimum)")
-        fp = result.fixed_point
-        if fp is not None:
-            lo, hi = float(fp.lo[0]), float(fp.hi[0])
-            if hi - lo > 1e-9:
-                axes[0].axhspan(lo, hi, color="tab:red", alpha=0.15, label="clipped fixed-point set")
-            else:
-                axes[0].axhline(lo, color="tab:red", ls=":", lw=1.5, label="clipped fixed point")
-        axes[0].set_ylabel("x_t")
-        axes[0].legend(loc="best", fontsize=8)
-    else:
-        axes[0].set_ylabel("f(x_t) - f*")
-    axes[1].set_ylabel("||grad f(x_t)||")
-    for ax in axes:
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-    priv = (
-        f"z={result.privacy.get('noise_multiplier', 0):.3g}"
-        if result.privacy.get("private")
-        else "non-private"
-    )
-    fig.suptitle(f"{s.algo} on {s.problem} (lr={s.lr:g}, q={s.sample_rate:g}, {priv}, {s.seeds} seed(s))")
-    fig.tight_layout()
-    save_figure_atomic(fig, path, dpi=110)
-    plt.close(fig)
+__all__ = [
+    "run",
+    "RunResult",
+    "RunSettings",
+    "SeedRun",
+    "check_plot_path",
+    "plot_result",
+    "save_figure_atomic",
+]

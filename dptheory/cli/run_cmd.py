@@ -39,10 +39,14 @@ algorithm defaults: --c1 1, --c2 = --c1, --tau 1, clip21sgd2m --beta 0.5 --beta-
   constant; inv-k is sigma_k^2 = sigma^2/k (accounting/schedules.py).
 sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B = qN);
   the clip family uses round(q m_i) local samples per client and round (q = 1: full gradient).
+  B = qN with the problem's N is a fixed public constant: the optimizer never re-derives it.
 backend: --backend flower (clip family) runs each client as a Flower ClientApp in its own
   process, on Flower's simulation engine or a local SuperLink + SuperNodes (--flower-runtime
   deployment), with the same iterates, and prints each client's certified local-DP epsilon;
   needs pip install -e ".[flower]"; docs/flower.md.
+speed: full-batch runs of dpsgd, dicesgd, d2psgd and the clip family on dicesgd-b1 and
+  clip21-example1 run all seeds as one batched tensor program with closed-form gradients
+  (same iterates as the step-by-step path, bit for bit); --json says which under settings.engine.
 """
 
 

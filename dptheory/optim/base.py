@@ -87,9 +87,23 @@ def per_sample_norms(grads: Params) -> Tensor:
     return sq.sqrt()
 
 
+#: Per-sample tensors with at most this many entries are summed as ``(w * g).sum(0)`` rather than by
+#: a BLAS tensordot. Why: BLAS dot/gemv kernels fuse multiply-adds and pick their accumulation
+#: order by shape, so a seed-batched run (dptheory.optim.batched) could not reproduce them bit for
+#: bit; an elementwise product followed by torch's reduction gives the same bits per row however
+#: many seeds are stacked (tests/test_fast_runs.py). Larger tensors keep tensordot (speed).
+ELEMENTWISE_SUM_MAX = 64
+
+
 def weighted_sum(grads: Params, weights: Tensor) -> Params:
-    """``sum_i weights[i] * grads[i]`` per tensor (one tensordot per tensor)."""
-    return {k: torch.tensordot(weights, g, dims=([0], [0])) for k, g in grads.items()}
+    """``sum_i weights[i] * grads[i]`` per tensor (see :data:`ELEMENTWISE_SUM_MAX` for how)."""
+    out = {}
+    for k, g in grads.items():
+        if math.prod(g.shape[1:]) <= ELEMENTWISE_SUM_MAX:  # static dims only (traced kernels)
+            out[k] = (weights.reshape((-1,) + (1,) * (g.dim() - 1)) * g).sum(dim=0)
+        else:
+            out[k] = torch.tensordot(weights, g, dims=([0], [0]))
+    return out
 
 
 def clip_factors(norms: Tensor, c: float, *, mode: str = "flat", gamma: float = 0.0) -> Tensor:
@@ -460,6 +474,44 @@ def _check_close(got: Any, want: Any) -> None:
             raise RuntimeError("traced kernel disagrees with eager torch.func")
 
 
+class DataDependentBatchSizeWarning(UserWarning):
+    """A private optimizer was built without ``expected_batch_size``: B was derived from ``len(data)``."""
+
+
+def resolve_expected_batch_size(
+    expected_batch_size: float | None, sample_rate: float, dataset_size: int, private: bool
+) -> tuple[float, str]:
+    """``(B, source)``: the public constant the update is normalised by and the noise is scaled with.
+
+    Why a constant: the accountant compares a dataset D with D' = D + {xi'} (add/remove), and its
+    sensitivity (C/B for the averaged update) is valid only if both runs divide by the *same* B.
+    ``B = q len(data)`` would give D' the larger B = q (N + 1), a different mechanism. So B (as
+    Opacus' ``expected_batch_size``, or ``q N`` for a public N) is a constructor argument.
+
+    Omitted: we fall back to ``q len(data)`` computed once, which equals the accountant's B exactly
+    when ``len(data)`` *is* the public N (e.g. the toy problems, whose N is part of the problem). For
+    a private run (any noise multiplier > 0) the fallback is loud: a
+    :class:`DataDependentBatchSizeWarning`, and the optimizer's ``batch_size_source`` records it.
+    """
+    if expected_batch_size is None:
+        b = sample_rate * dataset_size
+        if private:
+            import warnings
+
+            warnings.warn(
+                f"expected_batch_size not given: using sample_rate * len(data) = {b:g}. The privacy "
+                "guarantee assumes B is a public constant, the same for neighbouring datasets; pass "
+                "expected_batch_size (e.g. q * N for the public dataset size N)",
+                DataDependentBatchSizeWarning,
+                stacklevel=4,
+            )
+        return b, "sample_rate * len(data) (fallback: expected_batch_size not given)"
+    b = float(expected_batch_size)
+    if not math.isfinite(b) or b <= 0:
+        raise InvalidParameter("--batch-size", f"expected batch size must be a finite number > 0 (got {b!r})")
+    return b, "given (public constant)"
+
+
 @dataclass
 class StepInfo:
     """What one step did: batch size drawn and the noise actually added (for audits/tests)."""
@@ -473,7 +525,11 @@ class PrivateOptimizer:
 
     The optimizer owns the dataset so that the *sampling* (Poisson at rate q, as the accountant
     assumes; or fixed-size uniform batches) is part of the algorithm, like line 3 of each paper's
-    pseudo-code. ``B`` below is always the expected batch size ``q N`` (docs/architecture.md).
+    pseudo-code. ``B`` below is the expected batch size ``expected_batch_size``, a public constant
+    (``q N`` for the public dataset size N, docs/architecture.md): the update is divided by it and
+    the noise scaled with it, so adding an example to ``data`` changes neither. When it is omitted,
+    :func:`resolve_expected_batch_size` documents the fallback (``q len(data)``, with a warning
+    for private runs).
 
     ``kernel`` chooses how the per-sample kernel runs eagerly: ``vmap`` (torch.func at every
     step), ``traced`` (replay a graph traced at the first batch of size >= 2) or ``auto``
@@ -499,6 +555,7 @@ class PrivateOptimizer:
         schedule: str | None = None,
         compile: bool = False,
         kernel: str = "auto",
+        expected_batch_size: float | None = None,
     ) -> None:
         self.device = resolve_device(device)
         self.params: Params = {k: v.detach().to(self.device).clone() for k, v in params.items()}
@@ -527,7 +584,9 @@ class PrivateOptimizer:
         # traces only runs long enough to repay the one-off tracing cost.
         self.kernel = kernel
         self._kernels: dict[bool, Callable[..., Any]] = {}
-        self.expected_batch_size = self.sample_rate * self.dataset_size
+        self.expected_batch_size, self.batch_size_source = resolve_expected_batch_size(
+            expected_batch_size, self.sample_rate, self.dataset_size, bool(np.any(self.z > 0))
+        )
         self.seed = int(seed)
         self.generator = make_generator(self.device, seed)
         self.t = 0  # number of steps taken
@@ -544,7 +603,7 @@ class PrivateOptimizer:
         return float(self.z[t])
 
     def sample_batch(self) -> Batch:
-        """Poisson: each example independently with prob. q. Fixed: round(qN) without replacement."""
+        """Poisson: each example independently with prob. q. Fixed: round(B) without replacement."""
         n = self.dataset_size
         if self.sample_rate >= 1.0:
             return self.data
@@ -552,7 +611,7 @@ class PrivateOptimizer:
             mask = torch.rand(n, generator=self.generator, device=self.device) < self.sample_rate
             idx = mask.nonzero().squeeze(1)
         else:
-            b = max(1, round(self.sample_rate * n))
+            b = min(n, max(1, round(self.expected_batch_size)))
             idx = torch.randperm(n, generator=self.generator, device=self.device)[:b]
         return {k: v.index_select(0, idx) for k, v in self.data.items()}
 

@@ -79,6 +79,12 @@ class Problem:
     notes: dict[str, Any] = field(default_factory=dict)
     # maps x - x_star to the part that measures distance to the *set* of optima (convex, mu = 0)
     opt_residual: Callable[[np.ndarray], np.ndarray] | None = None
+    #: Closed forms, where the problem has them: ``x (..., d) -> (..., N, d)`` per-sample gradients
+    #: and ``x (..., d) -> (..., N)`` per-sample losses, batched over any leading dimensions (seeds,
+    #: recorded steps), float64. They must equal ``torch.func`` on ``loss_fn`` bit for bit
+    #: (tests/test_fast_runs.py); the seed-batched runner (dptheory.optim.batched) needs them.
+    grads_closed_form: Callable[[Tensor], Tensor] | None = None
+    losses_closed_form: Callable[[Tensor], Tensor] | None = None
 
     # -- basic quantities ---------------------------------------------------------------------
     @property
@@ -115,15 +121,22 @@ class Problem:
             }
         return self._d64
 
-    def per_sample_grads(self, x: np.ndarray) -> np.ndarray:
-        """(N, d) float64 per-sample gradients at flat x (torch.func, same code as the optimizers)."""
+    def per_sample_grads(self, x: np.ndarray, *, reference: bool = False) -> np.ndarray:
+        """(N, d) float64 per-sample gradients at flat x: the closed form where there is one (equal to
+        torch.func bit for bit, tested), else torch.func, the same code as the optimizers."""
+        if self.grads_closed_form is not None and not reference:
+            flat = torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(-1)
+            return self.grads_closed_form(flat).numpy()
         from torch.func import grad, vmap
 
         p = self.params_from_flat(x)
         g = vmap(grad(self.loss_fn), in_dims=(None, 0))(p, self._data64())
         return torch.cat([t.reshape(t.shape[0], -1) for t in g.values()], dim=1).numpy()
 
-    def loss(self, x: np.ndarray) -> float:
+    def loss(self, x: np.ndarray, *, reference: bool = False) -> float:
+        if self.losses_closed_form is not None and not reference:
+            flat = torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(-1)
+            return float(self.losses_closed_form(flat).mean())
         from torch.func import vmap
 
         p = self.params_from_flat(x)
@@ -134,11 +147,29 @@ class Problem:
 
     def metrics(self, x: np.ndarray) -> dict[str, float]:
         x = np.asarray(x, dtype=float).reshape(-1)
+        loss = self.loss(x)
         return {
-            "loss": self.loss(x),
-            "suboptimality": self.loss(x) - self.f_star,
+            "loss": loss,
+            "suboptimality": loss - self.f_star,
             "grad_norm": float(np.linalg.norm(self.grad(x))),
             "dist_to_opt": self.dist_to_opt(x),
+        }
+
+    def metrics_batched(self, xs: np.ndarray) -> dict[str, np.ndarray]:
+        """:meth:`metrics` of every row of ``xs`` (..., d) at once (closed forms required)."""
+        if self.grads_closed_form is None or self.losses_closed_form is None:
+            raise ValueError(f"{self.name} has no closed-form loss and gradient")
+        xt = torch.as_tensor(np.asarray(xs, dtype=np.float64))
+        loss = self.losses_closed_form(xt).mean(dim=-1).numpy()
+        gbar = self.grads_closed_form(xt).mean(dim=-2).numpy()
+        r = np.asarray(xs, dtype=float) - self.x_star
+        if self.opt_residual is not None:
+            r = self.opt_residual(r)
+        return {
+            "loss": loss,
+            "suboptimality": loss - self.f_star,
+            "grad_norm": np.linalg.norm(gbar, axis=-1),
+            "dist_to_opt": np.linalg.norm(r, axis=-1),
         }
 
     def dist_to_opt(self, x: np.ndarray) -> float:
@@ -259,12 +290,28 @@ def _zero_set_1d(
     lo = bisect(lambda t: h(t) > -tol, a, b)
     hi = bisect(lambda t: h(t) >= tol, a, b)
     if hi - lo < 1e-9:
-        from scipy.optimize import brentq
-
-        r = brentq(h, a, b, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-        lo = hi = r
+        lo = hi = _root_to_adjacent_doubles(h, a, b)
     res = max(abs(h(lo)), abs(h(hi)))
     return FixedPoint(np.array([lo]), np.array([hi]), kind, float(res))
+
+
+def _root_to_adjacent_doubles(h: Callable[[float], float], a: float, b: float) -> float:
+    """A zero of a non-decreasing h with h(a) < 0 < h(b), bisected until the bracket is two adjacent
+    doubles (at most ~1100 halvings); returns the end with the smaller |h|. Finer than a brentq at
+    xtol 1e-15, and it keeps scipy.optimize (0.8 s of CPU to import) off the path of a toy run."""
+    fa, fb = h(a), h(b)
+    while True:
+        mid = a + (b - a) / 2
+        if mid <= a or mid >= b:
+            break
+        fm = h(mid)
+        if fm == 0:
+            return mid
+        if fm < 0:
+            a, fa = mid, fm
+        else:
+            b, fb = mid, fm
+    return a if abs(fa) <= abs(fb) else b
 
 
 def _root_nd(h: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, kind: str) -> FixedPoint | None:

@@ -23,12 +23,27 @@ def build(*, a: float = 3.0, L: float = 1.0, x0: float = 1.0) -> Problem:
         r = params["x"][0] - sample["a"]
         return 0.5 * L * r * r
 
+    a_t = data["a"]
+    a_col = a_t[:, None]
+
+    def grads(x: torch.Tensor) -> torch.Tensor:
+        """``(..., 1) -> (..., 2, 1)``: torch.func differentiates ``((L/2) r) r`` into
+        ``(L/2) r + r (L/2)``, two equal roundings, so ``2 ((L/2) r)`` is its exact value."""
+        h = 0.5 * L * (x.unsqueeze(-2) - a_col)
+        return h + h
+
+    def losses(x: torch.Tensor) -> torch.Tensor:
+        r = x[..., 0:1] - a_t
+        return 0.5 * L * r * r
+
     prob = Problem(
         name="clip21-example1",
         data=data,
         loss_fn=loss,
         x0={"x": torch.tensor([float(x0)], dtype=torch.float64)},
         clients=[np.array([0]), np.array([1])],
+        grads_closed_form=grads,
+        losses_closed_form=losses,
         x_star=np.array([0.0]),
         f_star=0.5 * L * a * a,
         constants={},

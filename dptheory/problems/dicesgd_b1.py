@@ -29,12 +29,37 @@ import torch
 from dptheory.problems.base import Problem, check_positive
 
 
+def huber_of_residual(r: torch.Tensor, cp: float) -> torch.Tensor:
+    """The three pieces of f as a function of ``r = x - xi`` (elementwise)."""
+    return torch.where(r <= -cp, -cp * (r + cp / 2), torch.where(r >= cp, cp * (r - cp / 2), 0.5 * r * r))
+
+
 def huber_loss(cp: float):
     def loss(params, sample):
-        r = params["x"][0] - sample["xi"]
-        return torch.where(r <= -cp, -cp * (r + cp / 2), torch.where(r >= cp, cp * (r - cp / 2), 0.5 * r * r))
+        return huber_of_residual(params["x"][0] - sample["xi"], cp)
 
     return loss
+
+
+def huber_grads(cp: float, xi: torch.Tensor):
+    """Closed form ``x (..., 1) -> (..., N, 1)``: ``clamp(x - xi, -C', C')`` (torch.func's value: the
+    derivative of ``r^2/2`` comes out as ``r/2 + r/2 = r`` exactly, and the linear pieces give +-C')."""
+
+    col = xi[:, None]
+
+    def grads(x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(x.unsqueeze(-2) - col, -cp, cp)
+
+    return grads
+
+
+def huber_losses(cp: float, xi: torch.Tensor):
+    """Closed form ``x (..., 1) -> (..., N)`` of :func:`huber_loss`."""
+
+    def losses(x: torch.Tensor) -> torch.Tensor:
+        return huber_of_residual(x[..., 0:1] - xi, cp)
+
+    return losses
 
 
 def build(*, c: float = 1.0, x0: float = 1.0) -> Problem:
@@ -50,6 +75,8 @@ def build(*, c: float = 1.0, x0: float = 1.0) -> Problem:
         loss_fn=huber_loss(cp),
         x0={"x": torch.tensor([float(x0)], dtype=torch.float64)},
         clients=[np.arange(n)],
+        grads_closed_form=huber_grads(cp, data["xi"]),
+        losses_closed_form=huber_losses(cp, data["xi"]),
         x_star=x_star,
         f_star=0.0,
         constants={},

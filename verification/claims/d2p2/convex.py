@@ -152,6 +152,7 @@ def _thm2_project_optimizer(ctx: Context) -> Outcome:
             {"s": torch.tensor(samples)},
             lr=cfg["alpha"],
             sample_rate=batch / n,
+            expected_batch_size=batch,
             sampling="fixed",
             noise_multiplier=z,
             steps=K,

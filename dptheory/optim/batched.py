@@ -1,0 +1,292 @@
+"""Seed-batched runs on toy problems: K seeds of one configuration as one tensor program.
+
+Why: the papers' counterexamples are 1-D problems with a handful of samples run for thousands of
+steps and many seeds; there, torch's per-call overhead, not arithmetic, is the cost. This module
+runs K seeds at once with a leading seed dimension, closed-form per-sample gradients
+(``Problem.grads_closed_form``) and no Python work in the step loop beyond the torch calls.
+
+Bit-for-bit equal to the reference. Each seed's trajectory is the one the reference optimizer
+(``dptheory.optim``, ``kernel='vmap'``) produces for that seed, bit for bit
+(tests/test_fast_runs.py). That holds because:
+
+* the arithmetic is the reference's, op for op, on the same float64 values: elementwise ops are
+  correctly rounded whatever the batch shape, and every reduction runs along the same axis with
+  the same length as in the reference (per-sample tensors this small are summed elementwise
+  there too, :data:`dptheory.optim.base.ELEMENTWISE_SUM_MAX`);
+* the randomness comes from each seed's own generator, built by the reference optimizer itself,
+  and is drawn in the reference's order. The reference draws a (d,) noise vector per step; for
+  d < 16 torch fills it element by element from the generator (its vectorised Box-Muller path
+  starts at 16 contiguous entries), so one draw into a strided (non-contiguous) view of length
+  T d yields the concatenation of the T per-step draws. For d >= 16 we replay the T calls.
+
+Scope (:func:`dp_unsupported_reason`, :func:`clip_unsupported_reason`): full batch (q = 1: the
+reference draws no sampling randomness), CPU, problems with closed forms; DPSGD, DiceSGD and
+D2P-SGD (no projection); Clip-SGD, Clip21-SGD and Clip21-SGD2M with one sample per client.
+Everything else runs on the reference path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+#: torch's CPU normal_ fills tensors of at least this many contiguous entries with a vectorised
+#: Box-Muller, smaller ones element by element (aten/src/ATen/native/cpu/DistributionTemplates.h).
+_SERIAL_NORMAL_BELOW = 16
+
+
+def normal_stream(gen: torch.Generator, steps: int, shape: tuple[int, ...], dtype: torch.dtype) -> Tensor:
+    """``(steps, *shape)``: the values of ``steps`` successive ``torch.randn(shape, generator=gen)``.
+
+    Leaves ``gen`` in the state those calls would leave it in.
+    """
+    n = int(np.prod(shape)) if shape else 1
+    if n < _SERIAL_NORMAL_BELOW:
+        buf = torch.empty(2 * steps * n, dtype=dtype)
+        view = buf[::2]  # non-contiguous: torch's serial path, one element at a time, in order
+        view.normal_(generator=gen)
+        return view.reshape((steps, *shape))
+    out = torch.empty((steps, *shape), dtype=dtype)
+    for t in range(steps):
+        out[t] = torch.randn(shape, generator=gen, dtype=dtype)
+    return out
+
+
+def record_steps(steps: int, every: int) -> list[int]:
+    """Steps at which the runner records (0, every multiple of ``every``, and the last step)."""
+    out = [0] + [t for t in range(every, steps + 1, every)]
+    if out[-1] != steps:
+        out.append(steps)
+    return out
+
+
+# ------------------------------------------------------------------ DPSGD, DiceSGD, D2P-SGD
+def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
+    """Why ``opt`` (a reference optimizer) cannot run batched, or None when it can."""
+    from dptheory.optim import D2P2SGD, DPSGD, DiceAdam, DiceSGD
+
+    if grads_fn is None:
+        return "the problem has no closed-form per-sample gradient"
+    if opt.device.type != "cpu":
+        return "batched runs are CPU only"
+    if opt.sample_rate < 1.0:
+        return "sampled minibatches (q < 1)"
+    if len(opt.params) != 1:
+        return "more than one parameter tensor"
+    p = next(iter(opt.params.values()))
+    if p.dim() != 1 or p.dtype != torch.float64:
+        return "parameters are not one float64 vector"
+    if isinstance(opt, DiceAdam):
+        return "DiceAdam"
+    if isinstance(opt, D2P2SGD) and opt.projection != "none":
+        return "random projection (D2P2-SGD, DP2-SGD)"
+    if not isinstance(opt, (DPSGD, DiceSGD, D2P2SGD)):
+        return f"{type(opt).__name__} has no batched form"
+    return None
+
+
+def _noise(opts: Sequence[Any], steps: int, d: int, std_of: Callable[[Any, int], float]) -> Tensor | None:
+    """(K, T, d) noise as the reference adds it (``randn * std``), or None when every std is 0.
+
+    With every std 0 the reference's noise is +-0, which leaves every iterate unchanged, and with
+    q = 1 nothing else is drawn from the generator: skipping the draws changes no value.
+    """
+    if not any(np.any(o.z != 0) for o in opts):
+        return None
+    stds = [[std_of(o, t) for t in range(steps)] for o in opts]
+    out = torch.empty((len(opts), steps, d), dtype=torch.float64)
+    for k, o in enumerate(opts):
+        raw = normal_stream(o.generator, steps, (d,), torch.float64)
+        out[k] = raw * torch.tensor(stds[k], dtype=torch.float64)[:, None]
+    return out
+
+
+def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int) -> Tensor:
+    """Run the K reference optimizers ``opts`` (same configuration, own seeds) for ``opts[0].steps``
+    steps, batched. Returns the iterates at :func:`record_steps` as (K, R, d); the optimizers'
+    own state is not advanced (they only lend their settings and generators)."""
+    from dptheory.optim import D2P2SGD, DiceSGD
+
+    o0 = opts[0]
+    steps = int(o0.steps)
+    key = next(iter(o0.params))
+    x = torch.stack([o.params[key] for o in opts])  # (K, d)
+    k_seeds, d = x.shape
+    rec = record_steps(steps, every)
+    xs = torch.empty((k_seeds, len(rec), d), dtype=x.dtype)
+    xs[:, 0] = x
+
+    if isinstance(o0, DiceSGD):
+        std_of = type(o0).sigma1
+    elif isinstance(o0, D2P2SGD):
+        std_of = type(o0).sigma_eps
+    else:
+        std_of = type(o0).sigma1
+    noise = _noise(opts, steps, d, std_of)
+
+    # Each line below is the reference's operation (dpsgd.py, dicesgd.py, d2p2.py, base.py), with the
+    # seed dimension in front; ``c / t`` for a Python float c is torch's ``t.reciprocal() * c``
+    # (Tensor.__rdiv__), so it is written that way, while DiceSGD's clip(e, C2) divides in Python
+    # floats on CPU (base.clip_vector), i.e. correctly rounded: a true tensor division here.
+    lr, b = o0.lr, o0.expected_batch_size
+    w = None if noise is None else noise.unbind(1)  # per-step (K, d) views, taken once
+
+    def sq_norms(g: Tensor) -> Tensor:
+        """Squared per-sample norms (K, N, 1). For d = 1 the reference's sum over one entry
+        returns that entry (0 + v = v for v >= +0), so the sum is skipped: one call less per step."""
+        return g.pow(2) if d == 1 else g.pow(2).sum(dim=2, keepdim=True)
+
+    if isinstance(o0, DiceSGD):
+        c1, mode, gamma, residual = o0.c1, o0.clip_mode, o0.gamma, o0.residual_clip
+        c2 = torch.tensor(o0.c2, dtype=torch.float64)
+        inv_b = 1.0 / b
+        e = torch.zeros_like(x)
+
+        def step(x: Tensor, t: int) -> Tensor:
+            nonlocal e
+            g = grads_fn(x)  # (K, N, d)
+            norms = sq_norms(g).sqrt()
+            if mode == "flat":
+                s = torch.clamp(norms.reciprocal() * c1, max=1.0)
+            else:
+                s = (norms + gamma).reciprocal() * c1
+            clipped = (s * g).sum(dim=1)
+            if residual is None:
+                raw = g.sum(dim=1)
+            else:
+                rn = torch.abs(1.0 - s) * norms
+                keep = torch.clamp(rn.reciprocal() * residual, max=1.0)
+                keep = torch.where(rn > 0, keep, torch.ones_like(keep))
+                raw = ((s + (1.0 - s) * keep) * g).sum(dim=1)
+            ne = (e.pow(2) if d == 1 else e.pow(2).sum(dim=1, keepdim=True)).sqrt()
+            ce = e * torch.where(ne <= c2, 1.0, c2 / ne)
+            v = inv_b * clipped + ce
+            mean_g = inv_b * raw
+            upd = v if w is None else v + w[t]
+            e = e + mean_g - v
+            return x - lr * upd
+
+    elif isinstance(o0, D2P2SGD):  # projection 'none' (D2P-SGD)
+        gamma, inv_b = o0.gamma, 1.0 / b
+
+        def step(x: Tensor, t: int) -> Tensor:
+            g = grads_fn(x)
+            norms = sq_norms(g).sqrt()
+            gt = inv_b * ((norms + gamma).reciprocal() * g).sum(dim=1)
+            if w is not None:
+                gt = gt + w[t]
+            return x - lr * gt
+
+    else:  # DPSGD
+        c, flat, gamma = o0.c, o0.clip_mode == "flat", o0.gamma
+        scale = lr / b
+
+        def step(x: Tensor, t: int) -> Tensor:
+            g = grads_fn(x)
+            norms = sq_norms(g).sqrt()
+            f = torch.clamp(norms.reciprocal() * c, max=1.0) if flat else (norms + gamma).reciprocal() * c
+            clipped = (f * g).sum(dim=1)
+            if w is not None:
+                clipped = clipped + w[t]
+            return x - scale * clipped
+
+    t = 0
+    for r, until in enumerate(rec[1:], start=1):
+        while t < until:
+            x = step(x, t)
+            t += 1
+        xs[:, r] = x
+    return xs
+
+
+# ------------------------------------------------------------------ the clip family
+def clip_unsupported_reason(fed: Any, grads_fn: Callable | None) -> str | None:
+    """Why a reference :class:`~dptheory.optim.FederatedClipping` cannot run batched, or None."""
+    if grads_fn is None:
+        return "the problem has no closed-form per-sample gradient"
+    if fed.device.type != "cpu":
+        return "batched runs are CPU only"
+    if fed.sample_rate < 1.0:
+        return "local minibatches (q < 1)"
+    if any(c.m != 1 for c in fed.clients):
+        return "a client holds more than one sample"
+    p = fed.server.params
+    if len(p) != 1 or next(iter(p.values())).dim() != 1:
+        return "parameters are not one vector"
+    if next(iter(p.values())).dtype != torch.float64:
+        return "parameters are not float64"
+    return None
+
+
+def run_clip(
+    feds: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], sample_index: Sequence[int], every: int
+) -> Tensor:
+    """Batched Clip-SGD / Clip21-SGD / Clip21-SGD2M over the K reference drivers ``feds``.
+
+    ``sample_index[i]`` is client i's sample in the problem's data order (one each). Returns the
+    server's iterates at :func:`record_steps` as (K, R, d).
+    """
+    f0 = feds[0]
+    steps = int(f0.steps)
+    key = next(iter(f0.server.params))
+    x = torch.stack([f.server.params[key] for f in feds])  # (K, d)
+    k_seeds, d = x.shape
+    n = len(f0.clients)
+    rec = record_steps(steps, every)
+    xs = torch.empty((k_seeds, len(rec), d), dtype=x.dtype)
+    xs[:, 0] = x
+    noise = None
+    if any(np.any(f.z != 0) for f in feds):
+        stds = [[f.noise_std(t) for t in range(steps)] for f in feds]
+        noise = torch.empty((k_seeds, steps, n, d), dtype=torch.float64)
+        for k, f in enumerate(feds):
+            std = torch.tensor(stds[k], dtype=torch.float64)[:, None]
+            for i, c in enumerate(f.clients):
+                noise[k, :, i] = normal_stream(c.generator, steps, (d,), torch.float64) * std
+    w = None if noise is None else noise.unbind(1)  # per-step (K, n, d) views
+    idx = None  # client i holds sample i: no gather needed
+    if list(sample_index) != list(range(n)):
+        idx = torch.as_tensor(list(sample_index), dtype=torch.long)
+    rule, tau, beta, beta_hat, lr = f0.rule, f0.tau, f0.beta, f0.beta_hat, f0.lr
+    g_loc = torch.zeros((k_seeds, n, d), dtype=torch.float64)  # clients' g_i
+    v_loc = torch.zeros_like(g_loc)  # clients' v_i
+    g_srv = torch.zeros_like(x)
+
+    def clip(v: Tensor) -> Tensor:
+        nrm = torch.linalg.vector_norm(v, dim=2, keepdim=True)
+        return v * torch.clamp(nrm.reciprocal() * tau, max=1.0)  # tau / nrm, as Tensor.__rdiv__
+
+    def step(x: Tensor, t: int) -> Tensor:
+        nonlocal g_loc, v_loc, g_srv
+        if rule != "clip":
+            x = x - lr * g_srv
+        grad = grads_fn(x)  # (K, N, d) per sample; client i's full local gradient is its sample's
+        if idx is not None:
+            grad = grad.index_select(1, idx)
+        if rule == "clip":
+            c = clip(grad)
+        elif rule == "clip21":
+            c = clip(grad - g_loc)
+            g_loc = g_loc + c
+        else:
+            v_loc = (1 - beta) * v_loc + beta * grad
+            c = clip(v_loc - g_loc)
+            g_loc = g_loc + beta_hat * c
+        msg = c if w is None else c + w[t]
+        mean = msg.mean(dim=1)
+        if rule == "clip":
+            return x - lr * mean
+        g_srv = g_srv + mean if rule == "clip21" else g_srv + beta_hat * mean
+        return x
+
+    t = 0
+    for r, until in enumerate(rec[1:], start=1):
+        while t < until:
+            x = step(x, t)
+            t += 1
+        xs[:, r] = x
+    return xs
