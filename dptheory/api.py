@@ -345,10 +345,12 @@ def calibrate(
         params = _resolve_auto_c2(algorithm, params, budget=lambda p: _dpsgd_noise_for(p, eps), extra=extra)
         p, mode_, label, assumed, warns, fn = algorithm.epsilon_function(params, mode, accountant)
 
+        seen: dict[float, Any] = {}  # z -> result: the final report reuses the search's evaluation
+
         def eps_of(z: float) -> float:
-            e = fn(p.with_(noise_multiplier=z)).epsilon
-            report_progress(z, e)
-            return e
+            seen[z] = fn(p.with_(noise_multiplier=z))
+            report_progress(z, seen[z].epsilon)
+            return seen[z].epsilon
 
         try:
             z, info = _calibrate_decreasing(eps_of, eps, "--eps")
@@ -357,7 +359,7 @@ def calibrate(
                 _check_order_floor(p, eps)  # a more helpful message when the order grid is the cause
             raise
         p = p.with_(noise_multiplier=z)
-        value = fn(p)  # exactly what `epsilon` reports at this z
+        value = seen[z] if z in seen else fn(p)  # exactly what `epsilon` reports at this z
         if not value.epsilon <= eps:  # the calibration contract; never report a violating z
             raise UnreachableTarget(
                 "--eps", f"calibration could not certify eps <= {eps:g} (got {value.epsilon:.6g})"
