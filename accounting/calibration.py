@@ -80,12 +80,15 @@ def calibrate_decreasing(
     upper: float | None = None,
     rtol: float = DEFAULT_RTOL,
     max_iter: int = 200,
+    start: float | None = None,
 ) -> CalibrationResult:
     """Smallest x (to relative tolerance ``rtol``) with ``fn(x) <= target``; fn non-increasing.
 
     ``lower``/``upper`` bound the search (defaults 1e-12 and 1e12).  If ``fn(lower) <= target``
     the answer is ``lower``.  If even ``fn(upper) > target`` (or fn is inf/NaN there) no value
-    reaches the target: :class:`UnreachableTarget` naming ``option``.
+    reaches the target: :class:`UnreachableTarget` naming ``option``.  ``start`` (a guess of the
+    root, e.g. from a cheaper bound) starts the bracketing there with small first steps; it
+    changes only which points are evaluated, never the contract.
     """
     if not (isinstance(target, int | float) and math.isfinite(target)):
         raise UnreachableTarget(option, f"target must be a finite number (got {target!r})")
@@ -102,12 +105,15 @@ def calibrate_decreasing(
     #    epsilon of a noise multiplier is close to a power law in it), overshooting a little so
     #    that one step usually crosses.  Any step sequence is sound: only evaluations decide.
     x = min(max(1.0, x_min), x_max) if lower is None or upper is None else math.sqrt(x_min * x_max)
+    min_factor = 2.0
+    if start is not None and math.isfinite(start) and start > 0:
+        x, min_factor = min(max(float(start), x_min), x_max), _HINT_FACTOR
     prev: tuple[float, float] | None = None
     if tr.ok(x):
         while tr.lo == -math.inf:
             if x <= x_min:
                 return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (x_min, tr.hi))
-            prev, x = (x, tr.hi_val), max(_bracket_step(x, tr.hi_val, prev, target, down=True), x_min)
+            prev, x = (x, tr.hi_val), max(_bracket_step(x, tr.hi_val, prev, target, down=True, min_factor=min_factor), x_min)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")
@@ -119,7 +125,7 @@ def calibrate_decreasing(
                     f"no value up to {x_max:g} reaches the target {target:g} "
                     f"(still {tr.lo_val:g} at {x_max:g})",
                 )
-            prev, x = (x, tr.lo_val), min(_bracket_step(x, tr.lo_val, prev, target, down=False), x_max)
+            prev, x = (x, tr.lo_val), min(_bracket_step(x, tr.lo_val, prev, target, down=False, min_factor=min_factor), x_max)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")
@@ -137,7 +143,8 @@ def calibrate_decreasing(
 
 
 _MAX_BRACKET_FACTOR = 1024.0
-_OVERSHOOT = 1.25
+_OVERSHOOT = 1.25  # in log x: aim a quarter beyond the extrapolated root
+_HINT_FACTOR = 1.002  # first step when started from a guess of the root
 
 
 def _log_pos(v: float) -> float:
@@ -146,19 +153,22 @@ def _log_pos(v: float) -> float:
 
 
 def _bracket_step(
-    x: float, v: float, prev: tuple[float, float] | None, target: float, *, down: bool
+    x: float, v: float, prev: tuple[float, float] | None, target: float, *, down: bool, min_factor: float
 ) -> float:
     """Next bracketing point from x (value v): the power-law extrapolation through (x, v) and
-    ``prev`` towards ``target``, overshot by :data:`_OVERSHOOT` and kept between a factor 2 and
-    :data:`_MAX_BRACKET_FACTOR` away from x; a factor 2 when no extrapolation is possible."""
-    factor = 2.0
+    ``prev`` towards ``target``, overshot by :data:`_OVERSHOOT` (in log x) and kept between
+    ``min_factor`` and :data:`_MAX_BRACKET_FACTOR` away from x; without an extrapolation
+    ``min_factor`` (the first step), then factors that double in log x."""
+    log_step = math.log(min_factor)
     if prev is not None:
+        log_step = 2.0 * abs(math.log(x) - math.log(prev[0]))
         lx0, lv0, lv1, lt = math.log(prev[0]), _log_pos(prev[1]), _log_pos(v), math.log(target)
         slope = (lv1 - lv0) / (math.log(x) - lx0) if math.log(x) != lx0 else math.nan
         if slope < 0:  # decreasing, as it must be; NaN compares False
             guess = abs((lt - lv1) / slope) if math.isfinite(lv1) else math.nan
             if math.isfinite(guess):
-                factor = min(max(math.exp(guess) * _OVERSHOOT, 2.0), _MAX_BRACKET_FACTOR)
+                log_step = max(guess * _OVERSHOOT, math.log(min_factor))
+    factor = math.exp(min(log_step, math.log(_MAX_BRACKET_FACTOR)))
     return x / factor if down else x * factor
 
 

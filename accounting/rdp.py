@@ -96,8 +96,10 @@ relative above the exact evaluation.  :func:`subsampled_gaussian_rdp_steps` is a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1521,6 +1523,29 @@ def _grid_total(
     return total, reasons, bounded
 
 
+#: Coarse mode (:func:`coarse_bounds`): settings while active, else None.
+_COARSE: dict | None = None
+#: Schedules with fewer distinct steps are evaluated as usual even in coarse mode.
+_COARSE_MIN_ROWS = 64
+
+
+@contextlib.contextmanager
+def coarse_bounds(ratio: float = 1.25) -> Iterator[dict]:
+    """Within the block, :func:`subsampled_gaussian_rdp` bounds every schedule of at least
+    ``_COARSE_MIN_ROWS`` distinct steps from a coarse sigma grid (neighbours ``ratio`` apart, no
+    refinement), unless ``evaluation="exact"`` is asked for.  The values are sound upper bounds
+    (the grid bound holds for any grid), only looser; they are meant for bracketing a
+    calibration cheaply.  Yields a dict whose ``"used"`` entry says whether any call was
+    coarsened (if not, the block computed exactly what it would have outside)."""
+    global _COARSE
+    saved, state = _COARSE, {"ratio": float(ratio), "used": False}
+    _COARSE = state
+    try:
+        yield state
+    finally:
+        _COARSE = saved
+
+
 def subsampled_gaussian_rdp_steps(
     sample_rate: float | np.ndarray, noise_multiplier: float | np.ndarray, orders: np.ndarray
 ) -> np.ndarray:
@@ -1592,6 +1617,9 @@ def subsampled_gaussian_rdp(
         uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
         weights = np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
     bounded: tuple[tuple[float, float], ...] = ()
+    if _COARSE is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
+        _COARSE["used"] = True
+        evaluation, ratio, tol = "grid", max(ratio, _COARSE["ratio"]), math.inf
     if evaluation == "grid" or (
         evaluation == "auto" and uniq.shape[0] >= min(AUTO_GRID_MIN_ROWS, AUTO_GRID_THRESHOLD + 1)
     ):
