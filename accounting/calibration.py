@@ -113,7 +113,8 @@ def calibrate_decreasing(
         while tr.lo == -math.inf:
             if x <= x_min:
                 return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (x_min, tr.hi))
-            prev, x = (x, tr.hi_val), max(_bracket_step(x, tr.hi_val, prev, target, down=True, min_factor=min_factor), x_min)
+            nxt = _bracket_step(x, tr.hi_val, prev, target, down=True, min_factor=min_factor)
+            prev, x = (x, tr.hi_val), max(nxt, x_min)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")
@@ -125,7 +126,8 @@ def calibrate_decreasing(
                     f"no value up to {x_max:g} reaches the target {target:g} "
                     f"(still {tr.lo_val:g} at {x_max:g})",
                 )
-            prev, x = (x, tr.lo_val), min(_bracket_step(x, tr.lo_val, prev, target, down=False, min_factor=min_factor), x_max)
+            nxt = _bracket_step(x, tr.lo_val, prev, target, down=False, min_factor=min_factor)
+            prev, x = (x, tr.lo_val), min(nxt, x_max)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")

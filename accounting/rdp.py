@@ -52,10 +52,12 @@ An order that cannot be evaluated (overflow, non-convergence) is reported in
 :attr:`RdpCurve.dropped`; its ``rdp`` entry is ``inf`` so that no caller can use it by accident.
 
 Long schedules (``evaluation="grid"``, or ``"auto"`` from :data:`AUTO_GRID_MIN_ROWS` distinct
-steps on where the grid is estimated to cost at most half, see :func:`_grid_pays`).  Exact evaluation costs a few microseconds per (step, fractional order), so
-10^5 distinct steps take tens of seconds.  Instead, per sample rate q, the RDP is evaluated
-exactly (by the code above) on a grid ``g_0 < ... < g_m`` of noise multipliers covering
-``[min sigma, max sigma]`` (both ends exact), and every step is bounded from the grid:
+steps on where the grid is estimated to cost at most half, see :func:`_grid_pays`).  Exact
+evaluation costs a few microseconds per (step, fractional order), so 10^5 distinct steps take
+tens of seconds.  Instead, per sample rate q, the RDP is evaluated exactly (by the code above)
+on a grid ``g_0 < ... < g_m`` of noise multipliers covering ``[min sigma, max sigma]`` (both
+ends exact, the rest anchored at ``ratio**j`` so that rescaled schedules share points, whose
+values are cached), and every step is bounded from the grid:
 
 * Integer orders -- chord in ``s = 1/(2 sigma^2)``.  ``log A_alpha(s) = logsumexp_k [log
   C(alpha,k) + (alpha-k) log(1-q) + k log q + (k^2-k) s]`` is a log-sum-exp of functions affine
