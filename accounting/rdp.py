@@ -1242,9 +1242,8 @@ def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
 
 
 def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
-    """Grid covering ``[lo, hi]``: ``lo``, ``hi`` and the points ``ratio**j`` in between plus one
-    on each side (coarser, by powers of 2 in the exponent, beyond ``_GRID_MAX_POINTS`` points);
-    strictly increasing.
+    """Grid covering ``[lo, hi]``: ``lo``, ``hi`` and the points ``ratio**j`` in between (coarser,
+    by powers of 2 in the exponent, beyond ``_GRID_MAX_POINTS`` points); strictly increasing.
 
     The points are anchored (``ratio**j``, not spaced from ``lo``) so that schedules differing by
     a small rescaling -- the iterations of a calibration, or of the projection's failure
@@ -1255,7 +1254,7 @@ def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
     h = math.log(ratio)
     while math.log(hi / lo) / h + 3 > _GRID_MAX_POINTS:
         h *= 2.0
-    pts = _lattice(lo, hi, h)
+    pts = [x for x in _lattice(lo, hi, h) if lo < x < hi]
     return np.unique(np.array([lo, hi] + pts))
 
 
