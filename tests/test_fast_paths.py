@@ -158,3 +158,28 @@ def test_calibrate_agrees_with_epsilon_on_a_grid_schedule(algo, monkeypatch) -> 
     rdp_mod._GRID_CACHE.clear()
     again = api.epsilon(noise_multiplier=rep.noise_multiplier, **kw)
     assert again.epsilon == pytest.approx(rep.epsilon, rel=1e-13)
+
+
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SHAPES), st.floats(1.5, 5.0), st.floats(0.005, 0.1))
+def test_grouped_pld_is_above_the_ungrouped_pld(shape, base, q) -> None:
+    """Noise classes rounded down (PLD on schedules) never undercut the schedule's own PLD."""
+    pytest.importorskip("dp_accounting")
+    from accounting.algorithms.d2p2 import PLD_SCHEDULE_VDI, _grouped_pld_epsilon
+    from accounting.events import ScheduleEvent
+    from accounting.interop import pld_epsilon
+    from accounting.schedules import noise_classes
+
+    z = _schedule(shape, base, 16)
+    counts = np.ones(z.size, dtype=np.int64)
+    vals, cnts, _ = noise_classes(z, counts, max_classes=4)
+    assert cnts.sum() == z.size and vals.size <= 4
+    assert np.all(np.sort(np.repeat(vals, cnts)) <= np.sort(z))  # every step rounded down
+    grouped = _grouped_pld_epsilon(q, z, counts, 1e-5, max_classes=4).epsilon
+    event = ScheduleEvent(q, tuple(z.tolist()))
+    optimistic = pld_epsilon(event, 1e-5, value_discretization_interval=PLD_SCHEDULE_VDI, pessimistic=False)
+    assert grouped >= optimistic
+    # against the ungrouped pessimistic PLD on the same discretization (both are upper bounds;
+    # the allowance is the discretization interval)
+    exact = pld_epsilon(event, 1e-5, value_discretization_interval=PLD_SCHEDULE_VDI)
+    assert grouped >= exact - PLD_SCHEDULE_VDI
