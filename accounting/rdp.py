@@ -446,8 +446,16 @@ def _log_a_int_precise(
     is below :data:`_PRECISE_BELOW` again through ``log(A - 1)`` (plain sums are accurate to
     rounding relative to A itself, i.e. only absolutely; the second pass is accurate relative
     to ``log A``)."""
-    la = _log_a_int(lq[rows], l1q[rows], s[rows], alpha)
-    redo = np.nonzero(~(la >= _PRECISE_BELOW))[0]  # also NaN
+    # Rows with (alpha^2 - alpha) s < _PRECISE_BELOW / 2 go straight to the second pass: log A is
+    # at most the Gaussian's (alpha - 1) alpha s (subsampling is post-processing), so their plain
+    # sum would land below _PRECISE_BELOW and be redone anyway (same values, half the work).
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = (float(alpha) * alpha - alpha) * s[rows] < 0.5 * _PRECISE_BELOW
+    la = np.empty(rows.size)
+    plain = np.nonzero(~direct)[0]
+    if plain.size:
+        la[plain] = _log_a_int(lq[rows[plain]], l1q[rows[plain]], s[rows[plain]], alpha)
+    redo = np.nonzero(direct | ~(la >= _PRECISE_BELOW))[0]  # also NaN
     if redo.size:
         r = rows[redo]
         la[redo] = _log1p_exp(_log_a_int(lq[r], l1q[r], s[r], alpha, log_s[r]))
