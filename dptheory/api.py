@@ -9,7 +9,7 @@ Keyword names are the CLI option names with ``_`` (``sample_rate``, ``batch_size
 same numbers.
 
 Calibration (``target="noise_multiplier"``) returns the smallest noise multiplier whose epsilon
-in the chosen mode is <= ``eps``: Brent's method on log z (``accounting.calibration``); the
+in the chosen mode is <= ``eps``: a safeguarded root search on log z (``accounting.calibration``); the
 returned z always satisfies the target and is within a relative tolerance of 1e-6 of the
 exact root. ``target="steps"`` returns the largest number of steps for a fixed z.
 """
@@ -349,7 +349,7 @@ def calibrate(
     """Calibrate ALGO to (eps, delta) in the chosen mode.
 
     ``target="noise_multiplier"``: the smallest base noise multiplier z with eps(z) <= ``eps``
-    (Brent on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
+    (root search on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
     the target). ``target="steps"``: the largest number of steps with eps <= ``eps`` at the given
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
     ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules

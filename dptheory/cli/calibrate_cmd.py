@@ -20,7 +20,7 @@ def register(sub) -> None:
         description=(
             "Calibrate the noise multiplier (or, with --target steps, the number of steps) of ALGO so "
             "that its epsilon at --delta is <= --eps. The result always satisfies the target; noise is "
-            "within a relative tolerance of 1e-6 of the exact root (Brent's method on log z)."
+            "within a relative tolerance of 1e-6 of the exact root (regula falsi on log z, log eps)."
         ),
     )
     p.add_argument("--eps", type=number, required=True, metavar="E", help="target epsilon (> 0)")
