@@ -10,9 +10,11 @@ the noise multiplier):
   strictly decreasing ``fn`` the exact root x* lies in ``(lo, value]`` and
   ``x* <= value <= x* (1 + rtol)`` (default ``rtol = 1e-6``).
 
-Search: geometric bracketing (factor 2 per step, from 1 or the given bounds), then Brent's
-method (``scipy.optimize.brentq``) on ``log x``; every evaluation updates the bracket, and a
-final log-space bisection guarantees the tolerance if Brent stopped short of it.
+Search: bracketing from 1 (or the given bounds) by power-law extrapolation of the last two
+values, then safeguarded regula falsi on ``(log x, log fn(x))`` ending with a straddle of the
+estimate (typically 6-10 evaluations in all, against 9-26 for factor-2 bracketing plus
+Brent); every evaluation updates the bracket, and a final log-space bisection guarantees the
+tolerance if the root finder stopped short of it.  No scipy import (start-up time).
 """
 
 from __future__ import annotations
@@ -78,12 +80,15 @@ def calibrate_decreasing(
     upper: float | None = None,
     rtol: float = DEFAULT_RTOL,
     max_iter: int = 200,
+    start: float | None = None,
 ) -> CalibrationResult:
     """Smallest x (to relative tolerance ``rtol``) with ``fn(x) <= target``; fn non-increasing.
 
     ``lower``/``upper`` bound the search (defaults 1e-12 and 1e12).  If ``fn(lower) <= target``
     the answer is ``lower``.  If even ``fn(upper) > target`` (or fn is inf/NaN there) no value
-    reaches the target: :class:`UnreachableTarget` naming ``option``.
+    reaches the target: :class:`UnreachableTarget` naming ``option``.  ``start`` (a guess of the
+    root, e.g. from a cheaper bound) starts the bracketing there with small first steps; it
+    changes only which points are evaluated, never the contract.
     """
     if not (isinstance(target, int | float) and math.isfinite(target)):
         raise UnreachableTarget(option, f"target must be a finite number (got {target!r})")
@@ -95,13 +100,21 @@ def calibrate_decreasing(
         raise ValueError(f"need 0 < lower < upper < inf (got {x_min}, {x_max})")
     tr = _Tracker(fn, target)
 
-    # 1. Bracket: geometric steps (factor 2) from a starting point inside [x_min, x_max].
+    # 1. Bracket: from a starting point inside [x_min, x_max], step towards the target, by a
+    #    factor 2 at first and then by the log-log extrapolation of the last two values (the
+    #    epsilon of a noise multiplier is close to a power law in it), overshooting a little so
+    #    that one step usually crosses.  Any step sequence is sound: only evaluations decide.
     x = min(max(1.0, x_min), x_max) if lower is None or upper is None else math.sqrt(x_min * x_max)
+    min_factor = 2.0
+    if start is not None and math.isfinite(start) and start > 0:
+        x, min_factor = min(max(float(start), x_min), x_max), _HINT_FACTOR
+    prev: tuple[float, float] | None = None
     if tr.ok(x):
         while tr.lo == -math.inf:
             if x <= x_min:
                 return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (x_min, tr.hi))
-            x = max(x / 2.0, x_min)
+            nxt = _bracket_step(x, tr.hi_val, prev, target, down=True, min_factor=min_factor)
+            prev, x = (x, tr.hi_val), max(nxt, x_min)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")
@@ -113,19 +126,15 @@ def calibrate_decreasing(
                     f"no value up to {x_max:g} reaches the target {target:g} "
                     f"(still {tr.lo_val:g} at {x_max:g})",
                 )
-            x = min(x * 2.0, x_max)
+            nxt = _bracket_step(x, tr.lo_val, prev, target, down=False, min_factor=min_factor)
+            prev, x = (x, tr.lo_val), min(nxt, x_max)
             tr.ok(x)
             if tr.calls > max_iter:
                 raise RuntimeError("calibration did not bracket the target")
 
-    # 2. Brent on log x inside the bracket (every evaluation narrows the tracked bracket).
-    if tr.hi > tr.lo * (1.0 + rtol):
-        from scipy.optimize import brentq
-
-        try:
-            brentq(tr.g, math.log(tr.lo), math.log(tr.hi), xtol=rtol / 8.0, maxiter=max_iter)
-        except (ValueError, RuntimeError):
-            pass  # bisection below still guarantees the tolerance
+    # 2. Root: safeguarded regula falsi on (log x, log fn) inside the bracket, then a final
+    #    straddle of the estimate (see _refine); every evaluation narrows the tracked bracket.
+    _refine(tr, target, rtol, max_iter)
 
     # 3. Guarantee: bisect in log space until value <= lo * (1 + rtol).
     while tr.hi > tr.lo * (1.0 + rtol):
@@ -133,6 +142,85 @@ def calibrate_decreasing(
         if tr.calls > 10 * max_iter:
             raise RuntimeError("calibration did not converge")
     return CalibrationResult(tr.hi, tr.hi_val, tr.calls, (tr.lo, tr.hi))
+
+
+_MAX_BRACKET_FACTOR = 1024.0
+_OVERSHOOT = 1.25  # in log x: aim a quarter beyond the extrapolated root
+_HINT_FACTOR = 1.002  # first step when started from a guess of the root
+
+
+def _log_pos(v: float) -> float:
+    """log v for a finite positive v, else NaN (the caller then falls back to a fixed step)."""
+    return math.log(v) if math.isfinite(v) and v > 0 else math.nan
+
+
+def _bracket_step(
+    x: float, v: float, prev: tuple[float, float] | None, target: float, *, down: bool, min_factor: float
+) -> float:
+    """Next bracketing point from x (value v): the power-law extrapolation through (x, v) and
+    ``prev`` towards ``target``, overshot by :data:`_OVERSHOOT` (in log x) and kept between
+    ``min_factor`` and :data:`_MAX_BRACKET_FACTOR` away from x; without an extrapolation
+    ``min_factor`` (the first step), then factors that double in log x."""
+    log_step = math.log(min_factor)
+    if prev is not None:
+        log_step = 2.0 * abs(math.log(x) - math.log(prev[0]))
+        lx0, lv0, lv1, lt = math.log(prev[0]), _log_pos(prev[1]), _log_pos(v), math.log(target)
+        slope = (lv1 - lv0) / (math.log(x) - lx0) if math.log(x) != lx0 else math.nan
+        if slope < 0:  # decreasing, as it must be; NaN compares False
+            guess = abs((lt - lv1) / slope) if math.isfinite(lv1) else math.nan
+            if math.isfinite(guess):
+                log_step = max(guess * _OVERSHOOT, math.log(min_factor))
+    factor = math.exp(min(log_step, math.log(_MAX_BRACKET_FACTOR)))
+    return x / factor if down else x * factor
+
+
+def _refine(tr: _Tracker, target: float, rtol: float, max_iter: int) -> None:
+    """Shrink the bracket ``(tr.lo, tr.hi]`` towards the root of ``log fn(x) = log target``.
+
+    Regula falsi with the Illinois modification on ``(log x, log fn)`` (nearly linear for the
+    privacy curves calibrated here); a bisection step whenever an end value is not finite and
+    positive, or the bracket did not halve over three steps.  Once two successive estimates
+    agree to within the tolerance, the estimate is straddled at +-0.45 of the target log-width,
+    which usually ends the search with two evaluations.  Termination and the final guarantee
+    come from the bisection in :func:`calibrate_decreasing`; this only saves evaluations.
+    """
+    width_goal = math.log1p(rtol)
+    lt = math.log(target)
+    side_count = {True: 0, False: 0}
+    last_est = math.nan
+    widths: list[float] = []
+    for _ in range(max_iter):
+        ulo, uhi = math.log(tr.lo), math.log(tr.hi)
+        width = uhi - ulo
+        if width <= width_goal:
+            return
+        widths.append(width)
+        flo, fhi = _log_pos(tr.lo_val) - lt, _log_pos(tr.hi_val) - lt
+        stalled = len(widths) > 3 and width > 0.5 * widths[-4]
+        if not (math.isfinite(flo) and math.isfinite(fhi)) or stalled:
+            est = 0.5 * (ulo + uhi)
+            widths.clear()
+        else:
+            # Illinois: halve the weight of an end that has not moved for two steps.
+            # (passes move hi, so a run of passes leaves lo in place, and vice versa)
+            wlo = 0.5 ** max(side_count[True] - 1, 0)
+            whi = 0.5 ** max(side_count[False] - 1, 0)
+            flo_w, fhi_w = flo * wlo, fhi * whi
+            est = ulo + (uhi - ulo) * flo_w / (flo_w - fhi_w) if flo_w != fhi_w else 0.5 * (ulo + uhi)
+            if abs(est - last_est) < 0.5 * width_goal:
+                lo_probe = max(est - 0.45 * width_goal, ulo + 0.05 * width_goal)
+                hi_probe = min(est + 0.45 * width_goal, uhi - 0.05 * width_goal)
+                for probe in (hi_probe, lo_probe):
+                    if math.log(tr.lo) < probe < math.log(tr.hi):
+                        tr.ok(math.exp(probe))
+                last_est = math.nan
+                continue
+        margin = 0.01 * width
+        est = min(max(est, ulo + margin), uhi - margin)
+        last_est = est
+        passed = tr.ok(math.exp(est))
+        side_count[passed] += 1
+        side_count[not passed] = 0
 
 
 def calibrate_increasing(

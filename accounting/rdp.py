@@ -51,11 +51,13 @@ dp-accounting; this dominates long schedules whose steps all sit in that regime.
 An order that cannot be evaluated (overflow, non-convergence) is reported in
 :attr:`RdpCurve.dropped`; its ``rdp`` entry is ``inf`` so that no caller can use it by accident.
 
-Long schedules (``evaluation="grid"``, or ``"auto"`` beyond :data:`AUTO_GRID_THRESHOLD`
-distinct steps).  Exact evaluation costs a few microseconds per (step, fractional order), so
-10^5 distinct steps take tens of seconds.  Instead, per sample rate q, the RDP is evaluated
-exactly (by the code above) on a grid ``g_0 < ... < g_m`` of noise multipliers covering
-``[min sigma, max sigma]`` (both ends exact), and every step is bounded from the grid:
+Long schedules (``evaluation="grid"``, or ``"auto"`` from :data:`AUTO_GRID_MIN_ROWS` distinct
+steps on where the grid is estimated to cost at most half, see :func:`_grid_pays`).  Exact
+evaluation costs a few microseconds per (step, fractional order), so 10^5 distinct steps take
+tens of seconds.  Instead, per sample rate q, the RDP is evaluated exactly (by the code above)
+on a grid ``g_0 < ... < g_m`` of noise multipliers covering ``[min sigma, max sigma]`` (both
+ends exact, the rest anchored at ``ratio**j`` so that rescaled schedules share points, whose
+values are cached), and every step is bounded from the grid:
 
 * Integer orders -- chord in ``s = 1/(2 sigma^2)``.  ``log A_alpha(s) = logsumexp_k [log
   C(alpha,k) + (alpha-k) log(1-q) + k log q + (k^2-k) s]`` is a log-sum-exp of functions affine
@@ -96,8 +98,10 @@ relative above the exact evaluation.  :func:`subsampled_gaussian_rdp_steps` is a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,6 +111,7 @@ from accounting import validate
 from accounting.errors import InvalidParameter
 
 __all__ = [
+    "AUTO_GRID_MIN_ROWS",
     "AUTO_GRID_THRESHOLD",
     "EVALUATIONS",
     "GRID_RATIO",
@@ -441,8 +446,16 @@ def _log_a_int_precise(
     is below :data:`_PRECISE_BELOW` again through ``log(A - 1)`` (plain sums are accurate to
     rounding relative to A itself, i.e. only absolutely; the second pass is accurate relative
     to ``log A``)."""
-    la = _log_a_int(lq[rows], l1q[rows], s[rows], alpha)
-    redo = np.nonzero(~(la >= _PRECISE_BELOW))[0]  # also NaN
+    # Rows with (alpha^2 - alpha) s < _PRECISE_BELOW / 2 go straight to the second pass: log A is
+    # at most the Gaussian's (alpha - 1) alpha s (subsampling is post-processing), so their plain
+    # sum would land below _PRECISE_BELOW and be redone anyway (same values, half the work).
+    with np.errstate(over="ignore", invalid="ignore"):
+        direct = (float(alpha) * alpha - alpha) * s[rows] < 0.5 * _PRECISE_BELOW
+    la = np.empty(rows.size)
+    plain = np.nonzero(~direct)[0]
+    if plain.size:
+        la[plain] = _log_a_int(lq[rows[plain]], l1q[rows[plain]], s[rows[plain]], alpha)
+    redo = np.nonzero(direct | ~(la >= _PRECISE_BELOW))[0]  # also NaN
     if redo.size:
         r = rows[redo]
         la[redo] = _log1p_exp(_log_a_int(lq[r], l1q[r], s[r], alpha, log_s[r]))
@@ -1195,8 +1208,13 @@ def _evaluate(
 
 #: Values of the ``evaluation`` keyword of :func:`subsampled_gaussian_rdp`.
 EVALUATIONS = ("auto", "exact", "grid")
-#: ``evaluation="auto"`` evaluates every step exactly up to this many distinct (q, sigma) pairs.
+#: ``evaluation="auto"`` bounds a sample rate's steps from the sigma grid beyond this many
+#: distinct steps whenever the grid is smaller than the steps (as before the cost rule below).
 AUTO_GRID_THRESHOLD = 20_000
+#: ... and from this many distinct steps on, whenever the grid is estimated to cost at most
+#: half the exact evaluation (:func:`_grid_pays`).  Below it every step is exact, so short
+#: schedules agree with dp-accounting to rounding.
+AUTO_GRID_MIN_ROWS = 2_000
 #: Default ratio of neighbouring points of the initial geometric sigma grid.
 GRID_RATIO = 1.02
 #: Default target for the refined grid: estimated relative excess of each order's RDP.
@@ -1206,16 +1224,89 @@ _GRID_PASSES = 2
 _GRID_MIN_RATIO = 1.0 + 1e-6
 
 
+def _lattice_point(index: int, level: int, h: float) -> float:
+    """``exp(index * h / 2**level)`` with (index, level) reduced first, so that a point reached
+    at different refinement levels is the same float (the grid-value cache relies on it)."""
+    while level > 0 and index % 2 == 0:
+        index //= 2
+        level -= 1
+    return math.exp(index * (h / 2.0**level))
+
+
+def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
+    """Points ``exp(j h / 2**level)`` of the anchored lattice from the one at or below ``lo`` to the
+    one at or above ``hi``."""
+    step = h / 2.0**level
+    j0 = math.floor(math.log(lo) / step)
+    j1 = math.ceil(math.log(hi) / step)
+    pts = [_lattice_point(j, level, h) for j in range(j0, j1 + 1)]
+    while pts[0] > lo:  # guard against rounding in log/floor
+        j0 -= 1
+        pts.insert(0, _lattice_point(j0, level, h))
+    while pts[-1] < hi:
+        j1 += 1
+        pts.append(_lattice_point(j1, level, h))
+    return pts
+
+
 def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
-    """Geometric grid from ``lo`` to ``hi`` (both exactly included), neighbours ``<= ratio`` apart
-    (coarser only beyond ``_GRID_MAX_POINTS`` points); strictly increasing."""
+    """Grid covering ``[lo, hi]``: ``lo``, ``hi`` and the points ``ratio**j`` in between (coarser,
+    by powers of 2 in the exponent, beyond ``_GRID_MAX_POINTS`` points); strictly increasing.
+
+    The points are anchored (``ratio**j``, not spaced from ``lo``) so that schedules differing by
+    a small rescaling -- the iterations of a calibration, or of the projection's failure
+    split -- share almost all grid points, whose exact values are cached
+    (:func:`_grid_values`).  Any grid covering the steps is sound."""
     if hi <= lo:
         return np.array([lo])
-    span = math.log(hi / lo)
-    n = min(max(2, math.ceil(span / math.log(ratio)) + 1), _GRID_MAX_POINTS)
-    g = lo * np.exp(np.linspace(0.0, span, n))
-    g[0], g[-1] = lo, hi
-    return np.unique(np.clip(g, lo, hi))
+    h = math.log(ratio)
+    while math.log(hi / lo) / h + 3 > _GRID_MAX_POINTS:
+        h *= 2.0
+    pts = [x for x in _lattice(lo, hi, h) if lo < x < hi]
+    return np.unique(np.array([lo, hi] + pts))
+
+
+# Exact grid values by (q, orders): {sigma: row}; the grid's anchored points recur across calls.
+_GRID_CACHE: dict[tuple[float, bytes], tuple[dict[float, np.ndarray], dict[int, str]]] = {}
+_GRID_CACHE_ROWS = 20_000
+
+
+def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+    """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through a cache.
+
+    The values are those of :func:`_evaluate` (deterministic), so caching changes no number.
+    The cache keeps at most ``_GRID_CACHE_ROWS`` rows in all (cleared when full)."""
+    key = (float(qg), orders.tobytes())
+    rows, reasons = _GRID_CACHE.get(key, ({}, {}))
+    miss = np.array([g for g in new_g.tolist() if g not in rows], dtype=float)
+    if miss.size:
+        mat, why = _evaluate(np.full(miss.size, qg), miss, orders, None)
+        if sum(len(r) for r, _ in _GRID_CACHE.values()) + miss.size > _GRID_CACHE_ROWS:
+            _GRID_CACHE.clear()
+        rows, reasons = _GRID_CACHE.setdefault(key, (rows, reasons))
+        rows.update(zip(miss.tolist(), mat, strict=True))
+        for col, r in why.items():
+            reasons.setdefault(col, r)
+    out = np.array([rows[g] for g in new_g.tolist()]).reshape(new_g.size, orders.size)
+    return out, dict(reasons)
+
+
+def _grid_pays(n_rows: int, lo: float, hi: float, ratio: float) -> bool:
+    """Whether ``evaluation="auto"`` should bound ``n_rows`` distinct steps with noise in
+    ``[lo, hi]`` (one sample rate) from the sigma grid rather than evaluate each exactly.
+
+    Cost model: both paths cost about the same per evaluated (q, sigma) row, so the exact path
+    costs ``n_rows`` rows and the grid its initial points plus the refinement budget of
+    :func:`_grid_group` (at most a quarter of the steps).  The grid is chosen when it costs at
+    most half (from :data:`AUTO_GRID_MIN_ROWS` rows on), or is merely smaller (beyond
+    :data:`AUTO_GRID_THRESHOLD`)."""
+    if n_rows > AUTO_GRID_THRESHOLD:
+        return _sigma_grid(lo, hi, ratio).size < n_rows
+    if n_rows < AUTO_GRID_MIN_ROWS:
+        return False
+    g0 = _sigma_grid(lo, hi, ratio).size
+    est = g0 + min(_GRID_MAX_POINTS, max(n_rows // 4, g0))
+    return 2 * est <= n_rows
 
 
 def _grid_layout(g: np.ndarray, sig: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
@@ -1319,7 +1410,7 @@ def _grid_group(
         have = (known_g.size > 0) & (known_g[pos] == want) if known_g.size else np.zeros(want.size, bool)
         new_g = want[~have]
         if new_g.size:
-            mat, r = _evaluate(np.full(new_g.size, qg), new_g, orders, None)
+            mat, r = _grid_values(qg, new_g, orders)
             for col, reason in r.items():
                 why.setdefault(col, reason)
             known_g = np.concatenate([known_g, new_g])
@@ -1348,11 +1439,15 @@ def _grid_group(
         split = np.nonzero(pieces >= 2)[0]
         if not split.size:
             break
-        cnt = pieces[split].astype(np.intp) - 1
-        jj = np.repeat(split, cnt)
-        frac = (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt) + 1.0) / np.repeat(cnt + 1, cnt)
-        extra = g[jj] * np.exp(frac * np.log(g[jj + 1] / g[jj]))
-        g = np.unique(np.concatenate([g, np.clip(extra, g[0], g[-1])]))
+        # new points on the anchored lattice of the next power-of-2 resolution (cacheable)
+        h = math.log(ratio)
+        extra: list[float] = []
+        for j in split.tolist():
+            level = max(0, round(math.log2(pieces[j] * h / math.log(g[j + 1] / g[j]))))
+            extra.extend(x for x in _lattice(g[j], g[j + 1], h, level) if g[j] < x < g[j + 1])
+        if not extra:
+            break
+        g = np.unique(np.concatenate([g, np.array(extra)]))
     reasons = {
         int(col): why.get(int(col), "not evaluable") + " [at a point of the long-schedule grid]"
         for col in np.nonzero(bad)[0]
@@ -1414,7 +1509,7 @@ def _grid_total(
     for qg in np.unique(q[grid_ok]):
         rows = np.nonzero(grid_ok & (q == qg))[0]
         lo, hi = float(sig[rows].min()), float(sig[rows].max())
-        if not force and _sigma_grid(lo, hi, ratio).size >= rows.size:
+        if not force and not _grid_pays(rows.size, lo, hi, ratio):
             exact[rows] = True
             continue
         tot, gp, why = _grid_group(float(qg), sig[rows], w[rows], orders, ratio, tol)
@@ -1435,6 +1530,29 @@ def _grid_total(
         (float(orders[c]), float(gap[c])) for c in range(n_ord) if np.isfinite(total[c]) and c not in reasons
     )
     return total, reasons, bounded
+
+
+#: Coarse mode (:func:`coarse_bounds`): settings while active, else None.
+_COARSE: dict | None = None
+#: Schedules with fewer distinct steps are evaluated as usual even in coarse mode.
+_COARSE_MIN_ROWS = 64
+
+
+@contextlib.contextmanager
+def coarse_bounds(ratio: float = 1.25) -> Iterator[dict]:
+    """Within the block, :func:`subsampled_gaussian_rdp` bounds every schedule of at least
+    ``_COARSE_MIN_ROWS`` distinct steps from a coarse sigma grid (neighbours ``ratio`` apart, no
+    refinement), unless ``evaluation="exact"`` is asked for.  The values are sound upper bounds
+    (the grid bound holds for any grid), only looser; they are meant for bracketing a
+    calibration cheaply.  Yields a dict whose ``"used"`` entry says whether any call was
+    coarsened (if not, the block computed exactly what it would have outside)."""
+    global _COARSE
+    saved, state = _COARSE, {"ratio": float(ratio), "used": False}
+    _COARSE = state
+    try:
+        yield state
+    finally:
+        _COARSE = saved
 
 
 def subsampled_gaussian_rdp_steps(
@@ -1475,9 +1593,9 @@ def subsampled_gaussian_rdp(
 
     ``evaluation``: ``"exact"`` evaluates every distinct step; ``"grid"`` bounds the steps of
     each sample rate from exact values on a geometric sigma grid (neighbours ``grid_ratio``
-    apart) -- sound upper bounds, listed in ``.bounded``; ``"auto"`` (default) is exact up to
-    :data:`AUTO_GRID_THRESHOLD` distinct (q, sigma) pairs and the grid beyond (per sample rate,
-    only where the grid is smaller than its number of steps).
+    apart) -- sound upper bounds, listed in ``.bounded``; ``"auto"`` (default) is exact below
+    :data:`AUTO_GRID_MIN_ROWS` distinct (q, sigma) pairs and otherwise, per sample rate, takes
+    the grid where its estimated cost is lower (:func:`_grid_pays`).
     """
     if evaluation not in EVALUATIONS:
         raise InvalidParameter("evaluation", f"must be one of {', '.join(EVALUATIONS)} (got {evaluation!r})")
@@ -1508,7 +1626,12 @@ def subsampled_gaussian_rdp(
         uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
         weights = np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
     bounded: tuple[tuple[float, float], ...] = ()
-    if evaluation == "grid" or (evaluation == "auto" and uniq.shape[0] > AUTO_GRID_THRESHOLD):
+    if _COARSE is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
+        _COARSE["used"] = True
+        evaluation, ratio, tol = "grid", max(ratio, _COARSE["ratio"]), math.inf
+    if evaluation == "grid" or (
+        evaluation == "auto" and uniq.shape[0] >= min(AUTO_GRID_MIN_ROWS, AUTO_GRID_THRESHOLD + 1)
+    ):
         total, reasons, bounded = _grid_total(
             uniq[:, 0], uniq[:, 1], weights, o, ratio, tol, evaluation == "grid"
         )

@@ -30,7 +30,9 @@ from accounting.errors import InvalidParameter
 __all__ = [
     "DEFAULT_RHO",
     "EXACT_STEPS",
+    "PLD_MAX_CLASSES",
     "SCHEDULES",
+    "noise_classes",
     "noise_multipliers",
     "read_schedule_file",
     "schedule_blocks",
@@ -195,3 +197,38 @@ def read_schedule_file(path: str | Path) -> np.ndarray:
     if not values:
         raise InvalidParameter(opt, f"{str(path)!r} contains no noise multipliers (one number per line)")
     return np.asarray(values, dtype=float)
+
+
+#: PLD on a schedule: at most this many noise classes (each one self-composed PLD).
+PLD_MAX_CLASSES = 32
+#: ... with neighbouring classes at least this ratio apart in noise.
+PLD_CLASS_RATIO = 1.02
+
+
+def noise_classes(
+    values: np.ndarray,
+    counts: np.ndarray,
+    *,
+    max_classes: int = PLD_MAX_CLASSES,
+    ratio: float = PLD_CLASS_RATIO,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Group a schedule into at most ``max_classes`` noise classes, rounding noise *down*.
+
+    Classes are geometric in the noise multiplier, ``r = max(ratio, (max/min)^(1/max_classes))``
+    apart; each class takes the *smallest* noise multiplier of its members, so every step is
+    replaced by one with no more noise.  A Poisson-subsampled Gaussian with noise ``s' <= s`` is
+    at least as leaky as the one with ``s`` (the latter is the former plus independent Gaussian
+    noise, a post-processing), so the composition of the class mechanisms dominates the
+    schedule's, and any upper bound on its privacy loss (e.g. a pessimistic PLD) bounds the
+    schedule's.  Returns ``(class values, class counts, r)``.
+    """
+    v = np.asarray(values, dtype=float).reshape(-1)
+    c = np.asarray(counts, dtype=np.int64).reshape(-1)
+    lo, hi = float(v.min()), float(v.max())
+    r = max(float(ratio), (hi / lo) ** (1.0 / max_classes)) if hi > lo else float(ratio)
+    idx = np.minimum(np.floor(np.log(v / lo) / math.log(r)).astype(np.int64), max_classes - 1)
+    idx = np.maximum(idx, 0)
+    used = np.unique(idx)
+    cls_min = np.array([v[idx == k].min() for k in used])
+    cls_cnt = np.array([int(c[idx == k].sum()) for k in used], dtype=np.int64)
+    return cls_min, cls_cnt, r

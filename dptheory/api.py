@@ -9,7 +9,7 @@ Keyword names are the CLI option names with ``_`` (``sample_rate``, ``batch_size
 same numbers.
 
 Calibration (``target="noise_multiplier"``) returns the smallest noise multiplier whose epsilon
-in the chosen mode is <= ``eps``: Brent's method on log z (``accounting.calibration``); the
+in the chosen mode is <= ``eps``: a safeguarded root search on log z (``accounting.calibration``); the
 returned z always satisfies the target and is within a relative tolerance of 1e-6 of the
 exact root. ``target="steps"`` returns the largest number of steps for a fixed z.
 """
@@ -292,17 +292,45 @@ def _budget_at_given_noise(p: PrivacyParams) -> float:
 
 
 def _calibrate_decreasing(
-    fn: Callable[[float], float], target: float, option: str
+    fn: Callable[[float], float], target: float, option: str, start: float | None = None
 ) -> tuple[float, dict[str, Any]]:
     """Smallest x with fn(x) <= target (fn decreasing) via accounting.calibration."""
     from accounting.calibration import calibrate_decreasing
 
-    res = calibrate_decreasing(fn, target, option=option, rtol=CALIBRATION_RTOL)
+    res = calibrate_decreasing(fn, target, option=option, rtol=CALIBRATION_RTOL, start=start)
     info = {"iterations": getattr(res, "iterations", None), "rtol": CALIBRATION_RTOL}
     bracket = getattr(res, "bracket", None)
     if bracket is not None:
         info["bracket_low"], info["bracket_high"] = float(bracket[0]), float(bracket[1])
     return float(res.value), info
+
+
+class _NotCoarsened(Exception):
+    """The coarse pre-pass would compute exactly the real thing: not worth running."""
+
+
+def _coarse_start(eps_of: Callable[[float], float], eps: float) -> float | None:
+    """A starting guess for calibrating a long schedule: the root under coarse sigma-grid bounds
+    (:func:`accounting.rdp.coarse_bounds`, each evaluation ~10-50x cheaper), to 1e-3.
+
+    Only a starting point: the real search still brackets and evaluates everything it returns,
+    so the answer does not depend on this guess beyond the last digits (rtol).  None when the
+    schedule is too short to be coarsened or the coarse target is unreachable."""
+    from accounting.calibration import calibrate_decreasing
+    from accounting.rdp import coarse_bounds
+
+    with coarse_bounds() as state:
+
+        def coarse(z: float) -> float:
+            e = eps_of(z)
+            if not state["used"]:
+                raise _NotCoarsened
+            return e
+
+        try:
+            return calibrate_decreasing(coarse, eps, option="--eps", rtol=1e-3).value
+        except (_NotCoarsened, UnreachableTarget):
+            return None
 
 
 def calibrate(
@@ -321,7 +349,7 @@ def calibrate(
     """Calibrate ALGO to (eps, delta) in the chosen mode.
 
     ``target="noise_multiplier"``: the smallest base noise multiplier z with eps(z) <= ``eps``
-    (Brent on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
+    (root search on log z, relative tolerance :data:`CALIBRATION_RTOL`; the result always satisfies
     the target). ``target="steps"``: the largest number of steps with eps <= ``eps`` at the given
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
     ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules
@@ -345,19 +373,24 @@ def calibrate(
         params = _resolve_auto_c2(algorithm, params, budget=lambda p: _dpsgd_noise_for(p, eps), extra=extra)
         p, mode_, label, assumed, warns, fn = algorithm.epsilon_function(params, mode, accountant)
 
-        def eps_of(z: float) -> float:
-            e = fn(p.with_(noise_multiplier=z)).epsilon
-            report_progress(z, e)
-            return e
+        seen: dict[float, Any] = {}  # z -> result: the final report reuses the search's evaluation
 
+        def eps_of(z: float) -> float:
+            seen[z] = fn(p.with_(noise_multiplier=z))
+            report_progress(z, seen[z].epsilon)
+            return seen[z].epsilon
+
+        start = None
+        if accountant == "rdp" and p.schedule not in (None, "constant"):
+            start = _coarse_start(lambda z: fn(p.with_(noise_multiplier=z)).epsilon, eps)
         try:
-            z, info = _calibrate_decreasing(eps_of, eps, "--eps")
+            z, info = _calibrate_decreasing(eps_of, eps, "--eps", start=start)
         except UnreachableTarget:
             if accountant == "rdp":
                 _check_order_floor(p, eps)  # a more helpful message when the order grid is the cause
             raise
         p = p.with_(noise_multiplier=z)
-        value = fn(p)  # exactly what `epsilon` reports at this z
+        value = seen[z] if z in seen else fn(p)  # exactly what `epsilon` reports at this z
         if not value.epsilon <= eps:  # the calibration contract; never report a violating z
             raise UnreachableTarget(
                 "--eps", f"calibration could not certify eps <= {eps:g} (got {value.epsilon:.6g})"

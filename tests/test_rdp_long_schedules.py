@@ -159,7 +159,10 @@ def test_mixed_rates_and_full_batches() -> None:
 
 def test_auto_switches_at_threshold(monkeypatch) -> None:
     z = 100.0 / np.sqrt(np.arange(1, 3001))
-    assert not subsampled_gaussian_rdp(0.01, z, ORDERS).bounded  # default threshold: exact
+    assert not subsampled_gaussian_rdp(0.01, z[:1999], ORDERS).bounded  # below AUTO_GRID_MIN_ROWS: exact
+    assert subsampled_gaussian_rdp(0.01, z, ORDERS).bounded  # the grid costs less than half: bound
+    monkeypatch.setattr(rdp_mod, "AUTO_GRID_MIN_ROWS", 10**9)
+    assert not subsampled_gaussian_rdp(0.01, z, ORDERS).bounded
     monkeypatch.setattr(rdp_mod, "AUTO_GRID_THRESHOLD", 1000)
     curve = subsampled_gaussian_rdp(0.01, z, ORDERS)
     assert curve.bounded

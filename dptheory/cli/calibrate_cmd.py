@@ -7,6 +7,7 @@ is <= E, or with ``--target steps`` the largest number of steps at a given noise
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from dptheory.cli.numbers import number
 from dptheory.cli.params import add_privacy_options
@@ -19,7 +20,7 @@ def register(sub) -> None:
         description=(
             "Calibrate the noise multiplier (or, with --target steps, the number of steps) of ALGO so "
             "that its epsilon at --delta is <= --eps. The result always satisfies the target; noise is "
-            "within a relative tolerance of 1e-6 of the exact root (Brent's method on log z)."
+            "within a relative tolerance of 1e-6 of the exact root (regula falsi on log z, log eps)."
         ),
     )
     p.add_argument("--eps", type=number, required=True, metavar="E", help="target epsilon (> 0)")
@@ -73,16 +74,22 @@ def run(args: argparse.Namespace) -> int:
             print(render_report(result["calibrated"], command="calibrate"))
             print(render_compare(result, command="calibrate"))
         return 0
+    import contextlib
     import sys
 
-    from tqdm import tqdm
+    # A progress bar only on a terminal (long schedules take a while to calibrate); tqdm is
+    # imported only then, since its import costs about as much as a static calibration.
+    bar_ctx: Any = contextlib.nullcontext(None)
+    if sys.stderr.isatty():
+        from tqdm import tqdm
 
-    # Shown only on a terminal (disable=None): long schedules take a minute to calibrate.
-    with tqdm(desc="calibrating", unit=" evals", disable=None, leave=False, file=sys.stderr) as bar:
+        bar_ctx = tqdm(desc="calibrating", unit=" evals", leave=False, file=sys.stderr)
+    with bar_ctx as bar:
 
         def progress(value: float, epsilon: float) -> None:
-            bar.set_postfix_str(f"{args.target} {value:.6g} -> eps {epsilon:.6g}", refresh=False)
-            bar.update(1)
+            if bar is not None:
+                bar.set_postfix_str(f"{args.target} {value:.6g} -> eps {epsilon:.6g}", refresh=False)
+                bar.update(1)
 
         report = api.calibrate(
             defaults="paper",
