@@ -12,8 +12,8 @@ Rows without an implementation to compare with (DiceSGD, D2P2 calibration, the T
 leave the anchor empty.  Our grid caches are cleared before each of our runs, so repeated runs
 measure cold work.
 
-Rows from ``benchmarks/bench_optim.py`` (optimizer / toy runs) are added when that module has a
-function ``rows(quick: bool) -> list[dict]`` returning rows with the keys used here
+Rows from ``benchmarks/bench_optim.py`` (toy runs: ``toy_rows(quick)``) are added, measured side by
+side there, with the keys used here
 (``name``, ``ours_s``, and optionally ``anchor``, ``anchor_s``, ``ours_value``,
 ``anchor_value``, ``note``).
 """
@@ -284,14 +284,26 @@ def accountant_rows(steps: int) -> list[dict]:
 
 
 def optim_rows(quick: bool) -> list[dict]:
+    """Toy-run rows from ``bench_optim.toy_rows``: ``(name, ours_s, anchor_s, ratio, note)`` tuples,
+    measured side by side there (anchor: the reference engine, or Opacus where the note says so)."""
     try:
         import bench_optim  # type: ignore[import-not-found]
     except Exception as err:  # noqa: BLE001 - optional, reported
         return [{"name": "optimizer rows", "ours_s": math.nan, "note": f"bench_optim not importable: {err}"}]
-    fn = getattr(bench_optim, "rows", None)
-    if not callable(fn):
-        return []
-    return list(fn(quick))
+    out = []
+    for name, ours_s, anchor_s, ratio, note in bench_optim.toy_rows(quick):
+        anchor = "Opacus DPOptimizer" if "Opacus" in name or "Opacus" in note else "reference engine"
+        out.append(
+            {
+                "name": name,
+                "ours_s": ours_s,
+                "anchor": anchor,
+                "anchor_s": anchor_s,
+                "ratio": ratio,
+                "note": note,
+            }
+        )
+    return out
 
 
 # ----------------------------------------------------------------------------------- output
