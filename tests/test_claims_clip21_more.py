@@ -85,6 +85,18 @@ def test_eq8_factor_is_zero_inside_below_one_and_tends_to_one():
     assert vals[-1] == pytest.approx((1 - 1e-8) ** 2, rel=1e-12)
 
 
+def test_eq8_lost_statement_is_inconclusive_with_both_fillings_informative():
+    res = registry.get_claim("clip21.eq8-factor").run(Context(quick=True, seed=0), premises={})
+    deciding = [c for c in res.checks if c.deciding]
+    assert [c.name for c in deciding] == ["statement-lost"]
+    assert deciding[0].evidence.details["reason"] == "statement lost in the rendering"
+    readings = {r["reading"]: r["verdict"] for r in res.readings_json()}
+    assert len(readings) == 2 and set(readings.values()) == {"confirmed"}  # computed, not deciding
+    alpha = next(c for c in res.checks if c.name == "reading-alpha-to-0").evidence.details
+    vals = list(alpha["alpha_as_||x||/tau_grows"].values())
+    assert vals == sorted(vals, reverse=True) and 0 < vals[-1] < 1e-8
+
+
 def test_alg3_replay_catches_noise_on_the_client_state():
     """Negative control: putting the DP noise into g_i (instead of only into g) changes the iterates."""
     grads, _, x_star = _reductions.quad_clients(3, 2, 1.0)
@@ -122,6 +134,22 @@ def test_clip21_code_noise_counterexample_replays():
     from accounting.audit.clip21 import clip21_epsilon_lower
 
     assert clip21_epsilon_lower(z, 1000, 1e-5) > 2.0  # the project's audit says the same
+
+
+def test_clip21_code_noise_is_inconclusive_source_not_located():
+    res = registry.get_claim("clip21.code-noise").run(Context(quick=True, seed=0), premises={})
+    deciding = [c for c in res.checks if c.deciding]
+    assert [c.name for c in deciding] == ["source-not-located"]
+    assert deciding[0].evidence.details["reason"] == "source not located"
+    assert "not located" in res.claim.location
+    # the formula's exact eps stays as informative evidence, attributed to no one
+    info = {c.name: c for c in res.checks if not c.deciding}
+    assert info["formula-exact-eps-sensitivity-2tau"].evidence.details["witness"][
+        "exact_eps"
+    ] == pytest.approx(5.302, abs=2e-3)
+    assert info["formula-exact-eps-sensitivity-tau"].evidence.details["witness"][
+        "exact_eps"
+    ] == pytest.approx(2.397, abs=2e-3)
 
 
 def test_clip21_code_noise_ratio_is_independent_of_t():
@@ -217,14 +245,14 @@ def test_dicesgd_code_noise_numbers_replay():
 @pytest.mark.parametrize(
     ("cid", "verdict"),
     [
-        ("clip21.eq8-factor", Verdict.CONFIRMED),
+        ("clip21.eq8-factor", Verdict.INCONCLUSIVE),
         ("clip21.reduction-clip21sgd", Verdict.CONFIRMED),
         ("clip21.alg3-implementation", Verdict.CONFIRMED),
         ("clip21.heavy-ball", Verdict.CONFIRMED),
         ("clip21.lemma3", Verdict.INCONCLUSIVE),
         ("clip21.message-bound", Verdict.CONFIRMED),
         ("clip21.eq16", Verdict.INCONCLUSIVE),
-        ("clip21.code-noise", Verdict.REFUTED),
+        ("clip21.code-noise", Verdict.INCONCLUSIVE),
         ("d2p2.code-schedule", Verdict.REFUTED),
         ("dicesgd.code-noise", Verdict.REFUTED),
     ],
