@@ -159,10 +159,19 @@ def test_clip21_code_noise_ratio_is_independent_of_t():
 
 
 def test_d2p2_code_schedule_counterexample_replays():
-    v = R.d2p2_code_variances(59, 40, executed=False)
-    assert v.size == 2360 and v[1] == 1.0  # step 2 (epoch 1): sigma^2, where Theorem 1 has sigma^2/2
-    assert v[59] == pytest.approx(1 / math.sqrt(2))
-    assert np.all(R.d2p2_code_variances(59, 40, executed=True) == 1.0)
+    v = R.d2p2_code_variances(2, executed=False)  # run_cnn_cifar.sh: 2 epochs
+    assert v[0] == 1.0 and v[1] == pytest.approx(1 / math.sqrt(2))  # epoch 2: sigma^2/sqrt(2), §5: sigma^2/2
+    k = np.arange(1, 11)
+    assert np.allclose(
+        R.d2p2_code_variances(10, executed=False), 1 / np.sqrt(k), rtol=0, atol=1e-15
+    )  # Table 3
+    assert np.all(R.d2p2_code_variances(10, executed=True) == 1.0)
+    res = registry.get_claim("d2p2.code-schedule").run(Context(quick=True, seed=0), premises={})
+    rows = res.checks[0].evidence.details["settings"]
+    assert {r["N"] for r in rows} == {50_000}  # CIFAR-10, what cifar10.py loads
+    assert all(
+        r["first_epoch_where_they_differ"] == 2 and r["code_equals_table3_sigma2_over_sqrt_k"] for r in rows
+    )
 
 
 def _one_inclusion(residual, c2=1.0, steps=12, at=3):
