@@ -5,8 +5,9 @@ repository and file, read with the project's search tools (no code was copied; t
 are restated from reading it). Ids carry the paper's prefix so ``dptheory verify --paper P`` includes
 them.
 
-* ``dicesgd.code-noise`` -- github.com/564612540/DiceSGD: noise std = z C1 sqrt(1 + 2 C2/C1) with z
-  from the plain DP-SGD RDP accountant, shuffled fixed-size batches.
+* ``dicesgd.code-noise`` -- github.com/564612540/DiceSGD: noise std = z C1 sqrt(1 + 2 C2) (C2 a ratio)
+  with z from the plain DP-SGD RDP accountant, shuffled fixed-size batches, and the code's own error
+  carry (``_dice_code_rule``), checked at each setting the authors' scripts run.
 * ``clip21.code-noise`` -- sigma_omega = tau sqrt(T ln(1/delta)) / eps, attributed to the authors' code
   by issue 13's description only: no repository or file was located, so the claim about the code is
   inconclusive; the formula's exact eps is kept as informative evidence, attributed to no one.
