@@ -152,3 +152,43 @@ def test_c2_at_the_minimum_gives_p_fail_at_most_delta_over_100():
     )
     assert below["p_fail"] > 1e-7
     assert math.isfinite(at_min["epsilon"])
+
+
+# -- figures: the trade-off's premise and the grid -----------------------------------------------
+
+
+@pytest.mark.parametrize("c1,r", [(1.0, 0.5), (0.5, 0.25)])
+def test_residual_clipped_dicesgd_stops_where_dpsgd_at_c1_plus_r_does(c1, r):
+    """At a fixed point v = 0 and e is constant, so mean clip(g, C1 + R) = 0: DPSGD-GC's root at C1 + R.
+
+    Measured by noise-free full-batch runs on dicesgd-b1 (C' = 2), against the exact root.
+    """
+    pytest.importorskip("torch")
+    from dptheory.figures_dicesgd import _bias
+    from dptheory.problems import get_problem
+
+    prob = get_problem("dicesgd-b1", c=1.0)
+    root = abs(float(prob.clipped_fixed_point("dpsgd", c1=c1 + r).point[0]))
+    dice = _bias("dicesgd", "dicesgd-b1", {"c": 1.0}, 0.5, 150, c1=c1, c2=max(c1, 1.2 * r), residual_clip=r)
+    assert dice == pytest.approx(root, abs=1e-6)
+    # and without the residual clip DiceSGD removes the bias (C2 large enough for a fixed point)
+    assert _bias("dicesgd", "dicesgd-b1", {"c": 1.0}, 0.5, 150, c1=c1, c2=1.0) < 1e-6 < root
+
+
+def test_grid_cell_certified_is_above_the_audit():
+    from dptheory.figures_dicesgd import certified_vs_audit_grid
+
+    (row,) = certified_vs_audit_grid((1.5,), (1.0,), samples=5_000)
+    assert row["regime"] == "flush"
+    assert row["eps_certified"] <= 2.0 + 1e-9
+    assert 0 < row["eps_lower"] <= row["eps_certified"]
+    assert row["ratio"] >= 1.0
+
+
+def test_figures_only_rejects_unknown_names(tmp_path, capsys):
+    from dptheory.cli.main import main
+
+    rc = main(["figures", "--out", str(tmp_path), "--only", "nope.png"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--only" in err[0] and "dicesgd_tradeoff.png" in err[0]
+    assert list(tmp_path.iterdir()) == []
