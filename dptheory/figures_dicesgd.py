@@ -262,7 +262,10 @@ def draw_tradeoff(data: dict, path: str) -> None:
             ms=5,
             label="DiceSGD + residual clip R, C2 auto (labels: C1+R)",
         )
+        top = max(x["bias"] for x in dp)
         for x in dr:
+            if x["bias"] < 1e-3 * top:  # on the flat zero-bias part: labels would pile up
+                continue
             ax.annotate(
                 f"{x['C1']:g}+{x['R']:g}",
                 (x["noise"], x["bias"]),
@@ -284,12 +287,12 @@ def draw_tradeoff(data: dict, path: str) -> None:
         ax.plot([], [], "^", color="tab:purple", label=f"DiceSGD, no R, G = {d['G']:.3g} known: flush regime")
         ax.plot([], [], "v", color="tab:red", label=f"DiceSGD, no R, G = {d['G']:.3g} known: E fails")
         ax.text(
-            0.02,
-            0.02,
-            "\n".join(lines),
+            0.36,
+            0.66,
+            "DiceSGD without R, G known:\n" + "\n".join(lines),
             transform=ax.transAxes,
             fontsize=6.5,
-            va="bottom",
+            va="top",
             bbox=dict(boxstyle="round", fc="white", ec="0.7"),
         )
         ax.set_xscale("log")
