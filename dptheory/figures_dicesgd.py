@@ -303,8 +303,9 @@ def draw_tradeoff(data: dict, path: str) -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, loc="upper right")
     fig.suptitle(
-        "Bias vs certified noise: DiceSGD's points lie on DPSGD-GC's curve "
-        "(at C = C1 + rho) or far to its right"
+        "Bias vs certified noise: DiceSGD's points lie on DPSGD-GC's curve\n"
+        "(at C = C1 + rho) or far to its right",
+        fontsize=11,
     )
     fig.tight_layout()
     save_figure_atomic(fig, path, dpi=120)
