@@ -211,9 +211,12 @@ def _resolve_auto_c2(
     if flush is not None:
         c1r = p.c1 + flush["rho"]
         msg = (
-            f"--c2 auto = {flush['c2']:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g}: "
-            f"the smallest C2 with P(E^c) <= delta/100 (here {flush['p_fail']:.3g}; others' batch <= "
-            f"{flush['k']}), so the flush regime applies (any larger C2 certifies the same noise)"
+            f"--c2 auto = {flush['c2']:.6g} = max(C1, {flush['c2_min']:.6g}); "
+            f"{flush['c2_min']:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g} "
+            f"is the smallest C2 with P(E^c) <= delta/100 (others' batch <= {flush['k']}); "
+            f"P(E^c) <= {flush['p_fail']:.3g} at the chosen C2, so the flush "
+            "regime applies. Every C2 >= that minimum certifies the same noise and runs the same "
+            "trajectory on E, so C2 is kept >= C1 as Theorem 3.7 assumes"
         )
         if budget is not _budget_at_given_noise:
             z_dp = _dpsgd_noise_at_clip(p, budget)

@@ -8,6 +8,9 @@
   gradients) and on ``stochastic-quadratic`` (one local sample per client and round).
 * ``epsilon_schedules.png``: epsilon against steps for the constant, inv-k and inv-sqrt-k noise
   schedules, from :func:`dptheory.api.epsilon` (D2P-SGD: no projection, so certified = claimed).
+* ``dicesgd_gap_heatmap.png`` and ``dicesgd_tradeoff.png``: DiceSGD's certified/audit epsilon
+  over G/C1 x C2/C1, and stationary-point bias against certified noise at eps = 2 for DPSGD-GC
+  and DiceSGD (:mod:`dptheory.figures_dicesgd`).
 
 Every PNG is written atomically (temporary file + rename). ``quick=True`` uses fewer points
 and steps (for smoke tests); the committed figures use the defaults.
@@ -20,7 +23,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-FIGURES = ("dicesgd_b1_bias.png", "clip21_methods.png", "epsilon_schedules.png")
+FIGURES = (
+    "dicesgd_b1_bias.png",
+    "clip21_methods.png",
+    "epsilon_schedules.png",
+    "dicesgd_gap_heatmap.png",
+    "dicesgd_tradeoff.png",
+)
 EPS_CAP = 1e3
 
 
@@ -245,12 +254,31 @@ def epsilon_figure(path: str, *, quick: bool = False, progress: Callable[[str], 
 
 
 def make_all(
-    out_dir: str, *, quick: bool = False, progress: Callable[[str], None] | None = None
+    out_dir: str,
+    *,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> dict[str, dict]:
-    """Regenerate every figure into ``out_dir``; returns the plotted numbers per file."""
+    """Regenerate the figures (``only``: a subset of :data:`FIGURES`) into ``out_dir``.
+
+    Returns the plotted numbers per file.
+    """
+    from dptheory import figures_dicesgd
+
+    makers = dict(
+        zip(
+            FIGURES,
+            (
+                bias_figure,
+                clip21_figure,
+                epsilon_figure,
+                figures_dicesgd.gap_heatmap_figure,
+                figures_dicesgd.tradeoff_figure,
+            ),
+            strict=True,
+        )
+    )
     os.makedirs(out_dir, exist_ok=True)
-    return {
-        FIGURES[0]: bias_figure(os.path.join(out_dir, FIGURES[0]), quick=quick, progress=progress),
-        FIGURES[1]: clip21_figure(os.path.join(out_dir, FIGURES[1]), quick=quick, progress=progress),
-        FIGURES[2]: epsilon_figure(os.path.join(out_dir, FIGURES[2]), quick=quick, progress=progress),
-    }
+    names = FIGURES if only is None else tuple(n for n in FIGURES if n in only)
+    return {n: makers[n](os.path.join(out_dir, n), quick=quick, progress=progress) for n in names}

@@ -332,7 +332,15 @@ class Algorithm:
                     "give one or the other",
                 )
             if n is None and b is not None:
-                n = validate.positive_int("--dataset-size", round(b / q))
+                # N is not given: take the smallest N with q N >= B (ceil, not round; a relative
+                # 1e-9 absorbs the rounding of B / q). Only DiceSGD's flush regime reads N (its
+                # P(E^c) grows with N), and it holds for datasets of at most N examples, so the
+                # inferred value is reported among the assumptions.
+                n = validate.positive_int("--dataset-size", max(1, math.ceil(b / q * (1.0 - 1e-9))))
+                assumed.append(
+                    f"--dataset-size = {n} (inferred as ceil(B / q) from --batch-size and --sample-rate; "
+                    "give --dataset-size if the dataset is larger)"
+                )
             if n is None:
                 n = self._take(p, "dataset_size", d, assumed)
             if b is None:

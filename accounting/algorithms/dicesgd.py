@@ -393,19 +393,31 @@ class DiceSGD(Algorithm):
         return EpsilonValue(eps, order, note, warns, details)
 
     def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
-        return [
-            "adjacency: add/remove one example",
-            "Poisson sampling with rate q = B/N each step "
-            "(the paper draws minibatches; not covered otherwise)",
-            "noise w ~ N(0, sigma1^2 I) on the averaged update v_t, sigma1 = z C1 / B (noise_std)",
-            "e_t is never released (only x_t is)",
-        ] + (
+        return (
             [
-                f"residual clip R = {p.residual_clip:g}: the optimizer adds clip(g_i - clip(g_i, C1), R) "
-                "(flat: clip(g_i, C1 + R) - clip(g_i, C1)) to e, so every increment has norm <= R"
+                "adjacency: add/remove one example",
+                "Poisson sampling with rate q = B/N each step "
+                "(the paper draws minibatches; not covered otherwise)",
+                "noise w ~ N(0, sigma1^2 I) on the averaged update v_t, sigma1 = z C1 / B (noise_std)",
+                "e_t is never released (only x_t is)",
             ]
-            if p.residual_clip is not None
-            else []
+            + (
+                [
+                    f"residual clip R = {p.residual_clip:g}: the optimizer adds clip(g_i - clip(g_i, C1), R) "
+                    "(flat: clip(g_i, C1 + R) - clip(g_i, C1)) to e, so every increment has norm <= R"
+                ]
+                if p.residual_clip is not None
+                else []
+            )
+            + (
+                [
+                    f"flush regime: P(E^c) is computed for at most N = {p.dataset_size} examples besides the "
+                    "differing one (Bin(N, q) batches), so the guarantee holds for datasets of at most N "
+                    "examples, against both an added and a removed neighbour"
+                ]
+                if residual_bound(p) is not None
+                else []
+            )
         )
 
 
@@ -447,11 +459,14 @@ FLUSH_FAILURE_DIVISOR = 100.0
 def auto_c2_flush(p: PrivacyParams) -> dict | None:
     """``--c2 auto`` when every residual is bounded (rho > 0: --residual-clip or --grad-bound).
 
-    The smallest C2 with P(E^c) <= delta/100 (docs/hidden-state.md, "The flush regime"): with
-    ``k`` the smallest batch size of the others such that ``T P[Bin(N, q) > k] <= delta/100``,
-    ``C2 = (k + 1) rho / B = rho (1 + margin)``. On E the C2-clip never acts, so every larger C2 gives
-    the same certified noise. Returns ``{"c2", "k", "p_fail", "margin", "rho"}`` or None when rho is
-    unbounded (no --grad-bound, no --residual-clip) or zero (every C2 is then equivalent).
+    With ``k`` the smallest batch size of the others such that ``T P[Bin(N, q) > k] <= delta/100``,
+    ``c2_min = (k + 1) rho / B = rho (1 + margin)`` is the smallest C2 with P(E^c) <= delta/100
+    (docs/hidden-state.md, "The flush regime"). P(E^c) is non-increasing in C2 and on E the C2-clip
+    never acts, so every C2 >= c2_min certifies the same noise *and* runs the same trajectory. The
+    recommendation is ``C2 = max(C1, c2_min)``: it keeps Theorem 3.7's assumption C1 <= C2 (a user
+    following the paper stays inside it) at no cost, and P(E^c) is reported at that C2. Returns
+    ``{"c2", "c2_min", "k", "p_fail", "margin", "rho"}`` or None when rho is unbounded (no
+    --grad-bound, no --residual-clip) or zero (every C2 is then equivalent).
     """
     from accounting.hidden_state import binomial_log_sf_upper
 
@@ -469,6 +484,18 @@ def auto_c2_flush(p: PrivacyParams) -> dict | None:
             lo = mid
     k = hi
     # (k + 1) rho <= B C2 must hold in floating point too: nudge C2 up by a relative 1e-9.
-    c2 = (k + 1) * rho / float(p.batch_size) * (1.0 + 1e-9)
-    p_fail = min(1.0, t * math.exp(binomial_log_sf_upper(n, q, k)))
-    return {"c2": c2, "k": k, "p_fail": p_fail, "margin": c2 / rho - 1.0, "rho": rho}
+    c2_min = (k + 1) * rho / float(p.batch_size) * (1.0 + 1e-9)
+    c2 = max(float(p.c1), c2_min)
+    from accounting.hidden_state import flush_failure_probability
+
+    fail = flush_failure_probability(
+        rho=rho, c2=c2, batch_size=p.batch_size, population=n, sample_rate=q, steps=t
+    )
+    return {
+        "c2": c2,
+        "c2_min": c2_min,
+        "k": k,
+        "p_fail": fail["p_fail"],
+        "margin": c2_min / rho - 1.0,
+        "rho": rho,
+    }

@@ -12,8 +12,17 @@ def register(sub) -> None:
         description=(
             "Regenerate: dicesgd_b1_bias.png (clipping bias vs C for DPSGD-GC and DiceSGD on dicesgd-b1), "
             "clip21_methods.png (Clip-GD, Clip21-GD, Clip21-SGD2M on clip21-example1 and "
-            "stochastic-quadratic), epsilon_schedules.png (epsilon vs steps for constant, inv-k, inv-sqrt-k)."
+            "stochastic-quadratic), epsilon_schedules.png (epsilon vs steps for constant, inv-k, "
+            "inv-sqrt-k), dicesgd_gap_heatmap.png (DiceSGD certified/audit eps over G/C1 x C2/C1), "
+            "dicesgd_tradeoff.png "
+            "(stationary-point bias vs certified noise at eps = 2, DPSGD-GC vs DiceSGD)."
         ),
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="regenerate only this figure (file name, e.g. dicesgd_tradeoff.png; repeatable)",
     )
     p.add_argument("--out", default="figures", metavar="DIR", help="output directory (default figures/)")
     p.add_argument(
@@ -27,7 +36,14 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from dptheory.cli.main import UsageError
+    from dptheory.figures import FIGURES
 
+    only = None
+    if args.only:
+        bad = [n for n in args.only if n not in FIGURES]
+        if bad:
+            raise UsageError("--only", f"must be one of {', '.join(FIGURES)} (got {bad[0]!r})")
+        only = tuple(args.only)
     out = args.out
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError("--out", f"is not a directory: {out}")
@@ -46,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     def progress(msg: str) -> None:
         sys.stderr.write(f"figures: {msg}\n")
 
-    results = figures.make_all(out, quick=args.quick, progress=progress)
+    results = figures.make_all(out, quick=args.quick, progress=progress, only=only)
     for name in results:
         print(os.path.join(out, name))
     return 0
