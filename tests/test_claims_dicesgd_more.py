@@ -168,7 +168,7 @@ def test_sum_test_rejects_bad_input() -> None:
 
 #: own verdicts (premises handled separately), quick mode, seed 0; each reviewed before pinning
 PINNED_NEW = {
-    "dicesgd.thm2.3": Verdict.REFUTED,  # printed Alg. 1 lacks the factor B (full batch, N large)
+    "dicesgd.thm2.3": Verdict.REFUTED,  # own verdict; headline split (test_claims_dicesgd_readings)
     "dicesgd.remark-constant-factor": Verdict.REFUTED,  # ratio lower bound grows linearly in B
     "dicesgd.table1": Verdict.REFUTED,  # same family against the table's O(.)
     "dicesgd.app-c4": Verdict.REFUTED,  # the paper's own experiment: eps >= 4.47e6 at z = 4.07

@@ -1,0 +1,48 @@
+"""DiceSGD verdicts that depend on the reading (review fixes): Thm 2.3's quantifier order, the remark
+after Thm 3.7 at fixed B, Lemma A.5's deciding argument."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from verification.claim import Context, Verdict
+
+
+@pytest.mark.parametrize("n,b,t,c", [(10, 10, 1, 1.0), (1000, 10, 500, 0.3), (10**6, 1000, 10**5, 5.0)])
+def test_thm23_literal_witness_is_private(n: int, b: int, t: int, c: float) -> None:
+    """(u, v) = (N^2/(B^2 T), 16 N^2): build sigma1 from the statement, compose T Gaussian steps of
+    replace-one sensitivity 2C on the sum, and compare the exact delta(eps) with the target."""
+    from verification.properties import gaussian_delta_exact
+
+    u, v = n * n / (b * b * t), 16.0 * n * n
+    for eps in (1e-3, 0.3, 0.999):
+        assert eps < u * b * b * t / (n * n)
+        for delta in (1e-300, 1e-12, 1e-5, 0.1, 0.5, math.exp(-1 / 8)):
+            sigma1 = math.sqrt(v * c * c * t * math.log(1 / delta) / (n * n * eps * eps))
+            mu = math.sqrt(t) * 2 * c / sigma1
+            assert gaussian_delta_exact(eps, mu, 1.0, precise=True) <= delta * (1 + 1e-9)
+
+
+def test_thm23_literal_witness_fails_only_near_delta_one() -> None:
+    from verification.claims.dicesgd.thm23 import thm23_literal_witness_log_ratio as f
+
+    assert f(np.array([1.0]), np.array([0.999]))[0] > 0  # the open edge: delta -> 1
+    assert f(np.array([1.0]), np.array([math.exp(-1 / 8)]))[0] < 0
+
+
+def test_thm23_reports_the_split() -> None:
+    from verification import registry
+
+    r = registry.CLAIMS["dicesgd.thm2.3"].run(Context(seed=0, quick=True))
+    per = {x["reading"]: x["verdict"] for x in r.readings_json()}
+    assert per == {
+        "Alg. 1 as printed (w on the sum), universal u, v": "refuted",
+        "w on the averaged gradient, universal u, v (Abadi Thm 1)": "refuted",
+        "u, v may depend on N, B, T, C": "inconclusive",
+    }
+    assert not any(x["headline"] for x in r.readings_json())
+    assert r.reading_split and r.own_verdict is Verdict.REFUTED and r.verdict is Verdict.INCONCLUSIVE
+    assert r.summary.startswith("refuted under some readings only")
