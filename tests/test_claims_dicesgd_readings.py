@@ -46,3 +46,33 @@ def test_thm23_reports_the_split() -> None:
     assert not any(x["headline"] for x in r.readings_json())
     assert r.reading_split and r.own_verdict is Verdict.REFUTED and r.verdict is Verdict.INCONCLUSIVE
     assert r.summary.startswith("refuted under some readings only")
+
+
+def test_remark_fixed_b_pinned_pairs_are_verified_and_match_a_fresh_search() -> None:
+    """Each pinned z_fail has a sum-test lower bound above eps, each z_dp certifies eps; a fresh
+    bisection on the smallest row finds the same ratio (within its 2% step)."""
+    from verification.claims.dicesgd.remark_fixed_b import FIXED_B_PINNED, fixed_b_row
+
+    for n, t, zf, zd in FIXED_B_PINNED:
+        row = fixed_b_row(n, t, replay=True)
+        assert row["dicesgd_eps_lower"] > 2.0 and row["dpsgd_certified_eps"] <= 2.0
+        assert row["ratio_lower_bound"] == pytest.approx(zf / zd, rel=1e-5)
+    fresh = fixed_b_row(100, 50, replay=False)
+    pinned = fixed_b_row(100, 50, replay=True)
+    assert fresh["ratio_lower_bound"] == pytest.approx(pinned["ratio_lower_bound"], rel=0.03)
+
+
+def test_remark_fixed_b_decides_and_flush_is_informative() -> None:
+    from verification import registry
+
+    r = registry.CLAIMS["dicesgd.remark-constant-factor"].run(
+        Context(seed=0, quick=True), premises={"dicesgd.thm3.7": Verdict.REFUTED}
+    )
+    by = {c.name: c for c in r.checks}
+    assert by["noise-ratio-fixed-B"].deciding and by["noise-ratio-fixed-B"].verdict is Verdict.REFUTED
+    assert not by["noise-ratio-family"].deciding  # N grows with B there: informative only
+    flush = by["flush-regime-certified"]
+    assert not flush.deciding and flush.verdict is Verdict.INCONCLUSIVE
+    assert flush.summary.startswith("our result, not the paper's")
+    ratios = [x["ratio_lower_bound"] for x in by["noise-ratio-fixed-B"].evidence.details["rows"]]
+    assert ratios[0] < ratios[1] < ratios[2] and ratios[2] > 1000  # N = 1e2, 1e3, 1e4 at 5 epochs
