@@ -76,3 +76,27 @@ def test_remark_fixed_b_decides_and_flush_is_informative() -> None:
     assert flush.summary.startswith("our result, not the paper's")
     ratios = [x["ratio_lower_bound"] for x in by["noise-ratio-fixed-B"].evidence.details["rows"]]
     assert ratios[0] < ratios[1] < ratios[2] and ratios[2] > 1000  # N = 1e2, 1e3, 1e4 at 5 epochs
+
+
+def test_lemma_a5_proof_margin_is_tight_and_detects_a_smaller_offset() -> None:
+    import sympy as sp
+
+    from verification.claims.dicesgd.rdp_lemmas import lemma_a5_proof_margin as f
+
+    margin, (a, L) = f()
+    assert margin == 0
+    low, _ = f("log(1/delta)/alpha")
+    assert sp.simplify(low + L / (a + 1) ** 2) == 0  # negative: the argument fails for that offset
+    high, _ = f("log(1/delta)/(alpha - 1) + 1")
+    assert high.is_positive
+
+
+def test_lemma_a5_decided_by_the_proof_search_supporting() -> None:
+    from verification import registry
+
+    r = registry.CLAIMS["dicesgd.lemma-a5"].run(Context(seed=0, quick=True))
+    by = {c.name: c for c in r.checks}
+    assert by["mironov-prop3-proof"].deciding and by["mironov-prop3-proof"].verdict is Verdict.CONFIRMED
+    search = by["adversarial-search-exact-profiles"]
+    assert not search.deciding and "three families only" in search.evidence.method
+    assert r.verdict is Verdict.CONFIRMED
