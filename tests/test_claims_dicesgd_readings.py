@@ -100,3 +100,16 @@ def test_lemma_a5_decided_by_the_proof_search_supporting() -> None:
     search = by["adversarial-search-exact-profiles"]
     assert not search.deciding and "three families only" in search.evidence.method
     assert r.verdict is Verdict.CONFIRMED
+
+
+def test_lemma_a8_mixture_reading_found_in_quick_mode() -> None:
+    from verification import registry
+    from verification.claims.dicesgd.rdp_lemmas import LEMMA_A8_MIXTURE_WITNESS, _a8_mixture_replay
+
+    bad, rep = _a8_mixture_replay(LEMMA_A8_MIXTURE_WITNESS)  # 50-digit binomial expansion
+    assert bad and rep["lhs_50_digits"] > rep["rhs_50_digits"]
+    claim = registry.CLAIMS["dicesgd.lemma-a8"]
+    r = claim.run(Context(seed=0, quick=True), premises={p: Verdict.CONFIRMED for p in claim.depends_on})
+    mix = next(c for c in r.checks if c.name == "applied-to-a-mixture")
+    assert mix.verdict is Verdict.REFUTED and not mix.deciding  # outside the lemma's stated domain
+    assert r.verdict is Verdict.CONFIRMED  # the statement itself (three Gaussians) holds
