@@ -168,9 +168,9 @@ def test_sum_test_rejects_bad_input() -> None:
 
 #: own verdicts (premises handled separately), quick mode, seed 0; each reviewed before pinning
 PINNED_NEW = {
-    "dicesgd.thm2.3": Verdict.REFUTED,  # printed Alg. 1 lacks the factor B (full batch, N large)
-    "dicesgd.remark-constant-factor": Verdict.REFUTED,  # ratio lower bound grows linearly in B
-    "dicesgd.table1": Verdict.REFUTED,  # same family against the table's O(.)
+    "dicesgd.thm2.3": Verdict.REFUTED,  # own verdict; headline split (test_claims_dicesgd_readings)
+    "dicesgd.remark-constant-factor": Verdict.REFUTED,  # ratio grows without bound in N at fixed B
+    "dicesgd.table1": Verdict.REFUTED,  # fixed-B family against the table's O(.)
     "dicesgd.app-c4": Verdict.REFUTED,  # the paper's own experiment: eps >= 4.47e6 at z = 4.07
     "dicesgd.lemma-a6": Verdict.REFUTED,  # e_t = 10, e'_t = 5: residual maps differ by 5, not 4.5
     "dicesgd.thm3.7-clip-factor": Verdict.REFUTED,  # e = 10, e' = -0.5: 1.5 > 1.05
@@ -206,7 +206,7 @@ def test_reading_verdicts_are_reported() -> None:
         Context(seed=0, quick=True), premises={"dicesgd.thm3.7": Verdict.REFUTED}
     )
     per = {x["reading"].split(":")[0]: x["verdict"] for x in r.readings_json()}
-    assert per == {"Thm 3.7's setting": "refuted", "flush regime": "confirmed"}
+    assert per == {"Thm 3.7's setting": "refuted", "flush regime": "inconclusive"}  # flush: informative
     assert r.verdict is Verdict.REFUTED
 
 
