@@ -211,10 +211,13 @@ def test_reading_verdicts_are_reported() -> None:
 
 
 def test_registry_has_21_dicesgd_claims_with_domains() -> None:
+    """The paper's 21 claims, plus the released-code claim registered under its prefix."""
+    from verification.claims.dicesgd import CLAIMS as PAPER_CLAIMS
     from verification.registry import claims_for
 
     claims = claims_for("dicesgd")
-    assert len(claims) == 21
+    assert len(PAPER_CLAIMS) == 21
+    assert {c.id for c in claims} == {c.id for c in PAPER_CLAIMS} | {"dicesgd.code-noise"}
     new = set(PINNED_NEW)
     assert new <= {c.id for c in claims}
     for c in claims:
