@@ -1,0 +1,80 @@
+"""D2P2 claims after the hostile review: replays of the new counterexamples and the certified
+regions, with checks that the bounds used are real bounds (Monte Carlo, closed forms)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from verification.claim import Context, Verdict
+
+
+def _run(cid: str, premises: dict | None = None):
+    from verification import registry
+
+    return registry.CLAIMS[cid].run(Context(seed=0, quick=True), premises=premises)
+
+
+# --------------------------------------------------------------------------- Theorem 1
+
+
+@pytest.mark.parametrize("c1,c2", [(314.0, 1.0), (314.0, 28.0), (1e-6, 1e-6), (1e4, 1e-4), (1e-3, 1e5)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-12, 0.5])
+def test_thm1_witness_family_violates_for_every_constant_pair(c1: float, c2: float, delta: float) -> None:
+    from verification.claims.d2p2.thm1_witness import ANALYTIC_LOWER, thm1_witness
+
+    w = thm1_witness(c1, c2, delta)
+    assert isinstance(w["K"], int)
+    assert w["eps"] <= c1 * 0.05**2 * w["K"]  # inside the theorem's condition
+    assert w["sigma"] ** 2 >= c2 * 0.05**2 * w["K"] ** 2 * math.log(1 / delta) / w["eps"] ** 2 * (1 - 1e-12)
+    assert w["sigma_K_min_over_steps"] >= math.sqrt(5) * (1 - 1e-12)  # every sigma_k >= sqrt 5 >= 1
+    assert w["hoeffding_failure"] <= math.exp(-10) * (1 + 1e-12)
+    assert w["delta_eps_lower"] >= ANALYTIC_LOWER - 1e-8 > 0.97 > delta
+    assert w["violates"]
+
+
+def test_thm1_test_statistic_mean_is_free_of_k() -> None:
+    """mu = q sqrt(K(K+1)/2)/sigma at the theorem's minimal sigma equals eps/sqrt(2 C2 ln(1/delta))
+    up to sqrt((K+1)/K): more steps do not help."""
+    from verification.claims.d2p2.thm1_witness import delta_lower_bound, thm1_gaussian_limit_mu
+
+    c2, delta, eps, q = 2.0, 1e-5, 50.0, 0.05
+    mus = []
+    for K in (10**3, 10**5, 10**7):
+        s2 = c2 * q * q * K * K * math.log(1 / delta) / eps**2
+        mus.append(delta_lower_bound(K, s2, q, eps, 1.0)["mu_test"])
+    assert mus == pytest.approx([thm1_gaussian_limit_mu(c2, delta, eps)] * 3, rel=1e-3)
+
+
+def test_thm1_bound_is_below_a_simulation_of_the_mechanism() -> None:
+    """The Hoeffding/Gaussian lower bound never exceeds P_D'(T > t) - e^eps P_D(T > t) estimated by
+    simulating the released y_k (small K, where the sampling pattern matters)."""
+    from verification.claims.d2p2.thm1_witness import delta_lower_bound
+
+    rng = np.random.default_rng(0)
+    K, q, sigma2, eps = 400, 0.3, 20.0, 1.0
+    k = np.arange(1, K + 1)
+    w = k / sigma2
+    V = w.sum()
+    sims = 20_000
+    b = rng.random((sims, K)) < q
+    S = (b * w).sum(axis=1)
+    for t in (0.5, 1.5, 3.0):
+        bound = delta_lower_bound(K, sigma2, q, eps, t)
+        p_mc = float(np.mean(norm.sf(t - S / math.sqrt(V))))  # Z integrated exactly given S
+        hs = p_mc - math.exp(eps) * float(norm.sf(t))
+        assert bound["delta_eps_lower"] <= hs + 4 * math.sqrt(p_mc * (1 - p_mc) / sims) + 1e-9
+        assert bound["P_side"] <= p_mc + 4 * math.sqrt(p_mc * (1 - p_mc) / sims) + 1e-9
+
+
+def test_thm1_is_refuted_under_the_proof_model_and_undecided_for_the_final_iterate() -> None:
+    r = _run("d2p2.thm1")
+    assert r.verdict is Verdict.REFUTED
+    by_reading = {x["reading"]: x["verdict"] for x in r.to_json()["readings"]}
+    assert by_reading == {
+        "proof-model: y_k released": "refuted",
+        "only x_K released, A_k secret": "inconclusive",
+    }
