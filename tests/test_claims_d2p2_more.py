@@ -164,8 +164,14 @@ def test_a5_a8_prescribed_noise_is_not_private_replay() -> None:
     from accounting.audit.fresh_projection import subsampled_delta
     from verification.claims.d2p2.comparisons import prescribed_sigma, prescription_audit
 
-    r = prescription_audit(60_000, 10_000, 1, 1.0, 1e-5)
-    assert r["violates"] and r["eps_last_step_at_delta"] >= 512
+    # inside Thm 1's eps <= C1 B^2 K/n^2 with A.9.2's C1 = 314 (B = 1, eps at the limit)
+    r = prescription_audit(60_000, 10**6, 1, 314 * 10**6 / 60_000**2, 1e-5)
+    assert r["last_step_multiplier"] == pytest.approx(0.00685, rel=1e-3)
+    assert r["violates"] and r["delta_of_last_step_at_eps_target"] == pytest.approx(1.667e-5, rel=1e-3)
+    # the family delta < q, K -> infinity: the last-step multiplier falls and delta(eps) tends to q
+    rows = [prescription_audit(60_000, K, 1, 1e-3 * K / 60_000**2, 1e-5) for K in (10**9, 10**11)]
+    assert rows[1]["last_step_multiplier"] < rows[0]["last_step_multiplier"]
+    assert all(r["violates"] for r in rows)
     # the closed form: sigma^2 = K sqrt(ln(1/delta)) / (n eps p^{5/2} ln K) at B = 1
     s = prescribed_sigma(60_000, 10_000, 1, 1.0, 1e-5)
     assert s**2 == pytest.approx(1e4 * math.sqrt(math.log(1e5)) / (6e4 * math.log(1e4)))
