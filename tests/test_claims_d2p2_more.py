@@ -285,7 +285,7 @@ def test_lemma6_check_has_power() -> None:
     "cid,verdict",
     [
         ("d2p2.lemma1", Verdict.INCONCLUSIVE),  # proved only where the union bound is < 1
-        ("d2p2.lemma2", Verdict.REFUTED),
+        ("d2p2.jl-probability-remark", Verdict.REFUTED),
         ("d2p2.lemma3", Verdict.CONFIRMED),
         ("d2p2.lemma6", Verdict.CONFIRMED),
     ],
@@ -328,7 +328,7 @@ def test_pinned_verdicts_reductions(cid: str, verdict: Verdict) -> None:
 
 NEW_IDS = {
     "d2p2.lemma1",
-    "d2p2.lemma2",
+    "d2p2.jl-probability-remark",
     "d2p2.lemma3",
     "d2p2.lemma6",
     "d2p2.thm3",

@@ -110,3 +110,27 @@ def test_lemma1_certified_region() -> None:
     # the certificate agrees with a direct evaluation just inside its edge
     z = r["certified_zeta_max"] * 0.999
     assert jl_expected_failing_pairs(10**6, z) < 1
+
+
+# --------------------------------------------------------------------------- Lemma 2 remark
+
+
+def test_jl_remark_true_at_the_cited_dimension() -> None:
+    """Third reading: at the cited theorem's dimension the failure probability is <= 1/m (exact tails)."""
+    from scipy.stats import chi2
+
+    from verification.claims.d2p2.aux_lemmas import jl_dim, jl_dim_cited
+
+    for m, z in ((20, 0.5), (10**4, 0.1), (10**6, 0.9)):
+        p = jl_dim_cited(m, z)
+        assert p > jl_dim(m, z)
+        assert m * (m - 1) / 2 * (chi2.sf(p * (1 + z), p) + chi2.cdf(p * (1 - z), p)) <= 1 / m
+
+
+def test_jl_remark_verdict_per_reading() -> None:
+    r = _run("d2p2.jl-probability-remark")
+    assert r.verdict is Verdict.REFUTED
+    rd = {x["reading"]: (x["verdict"], x["headline"]) for x in r.to_json()["readings"]}
+    assert rd["Lemma 1's p, n = m (the projected points)"] == ("refuted", True)
+    assert rd["Lemma 1's p, n = the dataset size"][0] == "refuted"
+    assert rd["p from the cited JL theorem (larger constant), n = m"][0] == "confirmed"
