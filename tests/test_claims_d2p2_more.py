@@ -149,12 +149,17 @@ def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict) -> None:
 
 
 def test_nonconvex_complexity_counterexample_replays() -> None:
-    """B = sigma^2/xi^2 = 96 samples (full batch), xi = 0.1: the gradient norm stays near 2 pi for every K."""
-    from verification.claims.d2p2.nonconvex import thm3_run
+    """The family xi -> 0, B = sigma^2/xi^2 (full batch), gamma = 1/sqrt(K), alpha = 0.5/sqrt(K): the
+    gradient stays near 2 pi, so |grad f|/xi grows like 1/xi."""
+    from verification.claims.d2p2.nonconvex import complexity_family_row
 
-    for K in (100, 3000):
-        r = thm3_run(pi=0.4, n=96, gamma=1 / math.sqrt(K), alpha=0.01, K=K, seeds=16, seed=1)
-        assert r["lhs_min_k_E|grad f|_(mean-3se)"] > 0.1
+    ratios = []
+    for xi in (0.1, 0.01, 0.001):
+        r = complexity_family_row(xi, 300, seeds=16, seed=1)
+        assert r["min_k_E|grad f|_lower"] > xi
+        assert r["B=n"] == math.ceil(0.96 / xi**2)
+        ratios.append(r["|grad f(x_hat)|/xi"])
+    assert ratios[1] > 9 * ratios[0] and ratios[2] > 9 * ratios[1]
 
 
 # --------------------------------------------------------------------------- A.5, A.8, A.9.2, Thm 1
