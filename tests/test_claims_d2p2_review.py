@@ -134,3 +134,20 @@ def test_jl_remark_verdict_per_reading() -> None:
     assert rd["Lemma 1's p, n = m (the projected points)"] == ("refuted", True)
     assert rd["Lemma 1's p, n = the dataset size"][0] == "refuted"
     assert rd["p from the cited JL theorem (larger constant), n = m"][0] == "confirmed"
+
+
+# --------------------------------------------------------------------------- Theorems 2 and 3
+
+
+def test_thm3_per_sample_assumption2_still_refutes_and_unbiased_reading_is_registered() -> None:
+    from verification.claims.d2p2._common import READ_UNBIASED
+    from verification.claims.d2p2.nonconvex import READ_SQRT_B, _thm3_check
+
+    out = _thm3_check(READ_SQRT_B)(Context(seed=0, quick=True))
+    assert out.verdict is Verdict.REFUTED
+    assert out.details["refuted_with_per_sample_sigma_too"]
+    assert out.details["sigma_per_sample_reading_of_assumption_2"] == pytest.approx(1.2)
+    r = _run("d2p2.thm3")
+    rd = {x["reading"]: x["verdict"] for x in r.to_json()["readings"]}
+    assert rd[READ_UNBIASED] == "inconclusive" and rd[READ_SQRT_B] == "refuted"
+    assert r.to_json()["domain"]["params"] == {}  # one instance was run: no searched ranges claimed

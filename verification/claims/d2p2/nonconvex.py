@@ -19,7 +19,7 @@ import numpy as np
 
 from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g
-from verification.claims.d2p2._common import PAPER
+from verification.claims.d2p2._common import PAPER, READ_UNBIASED, UNBIASED_NOTE
 from verification.search import Constraint, Domain, Param, Reading, adversarial_search
 
 READ_SQRT_B = "2 sigma / sqrt(B) (eq. 3, main text; the proof's eq. 33)"
@@ -188,8 +188,15 @@ def _thm3_check(reading: str):
         r = thm3_run(K=1000 if ctx.quick else 4000, seeds=32 if ctx.quick else 128, seed=ctx.seed)
         rhs = r["rhs_eq3_2sigma/sqrtB"] if reading == READ_SQRT_B else r["rhs_eq25_2sigma"]
         lhs = r["lhs_min_k_E|grad f|_(mean-3se)"]
+        # Assumption 2 read per sample (sup_s ||grad f(x, s) - grad f(x)|| <= sigma): 2 max(pi, 1 - pi)
+        sigma_ps = 2 * max(r["pi"], 1 - r["pi"])
+        scale = 1 / math.sqrt(r["n=B"]) if reading == READ_SQRT_B else 1.0
+        rhs_ps = rhs + 2 * (sigma_ps - r["sigma"]) * scale
         details = {
             **{k: g(v) if isinstance(v, float) else v for k, v in r.items()},
+            "sigma_per_sample_reading_of_assumption_2": g(sigma_ps),
+            "rhs_with_per_sample_sigma": g(rhs_ps),
+            "refuted_with_per_sample_sigma_too": lhs > rhs_ps,
             "problem": "1-D two-point mixture (module docstring), L = 1, d = p = 1, full batch B = n, "
             "alpha <= 1/(2L), x_1 = the stationary point x^ of the normalised updates",
             "reading": reading,
@@ -217,6 +224,23 @@ def _thm3_check(reading: str):
         )
 
     return check
+
+
+def _thm3_unbiased_reading(ctx: Context) -> Outcome:
+    """Reading 'g_k unbiased for grad f': the mixture is outside that reading's domain (shown), and the
+    domain itself is essentially empty (claims/d2p2/_common.py UNBIASED_NOTE); nothing is decided."""
+    pi, gamma = 0.4, 1e-3
+    xh = mixture_fixed_point(pi, gamma)
+    direction = (1 - pi) * (xh - 1) / (abs(xh - 1) + gamma) + pi * (xh + 1) / (abs(xh + 1) + gamma)
+    grad = xh - (1 - 2 * pi)
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"under this reading the mixture is outside the domain: at x^ = {xh:.4g} the mean normalised "
+        f"direction is {direction:.2g} while f'(x^) = {grad:.4g}; the reading's domain is essentially "
+        "empty, so it is registered, not decided",
+        "exact evaluation at the mixture's stationary point",
+        {"x_hat": g(xh), "mean_normalised_direction": g(direction), "grad_f": g(grad), "why": UNBIASED_NOTE},
+    )
 
 
 def _cor2_symbolic(ctx: Context) -> Outcome:
@@ -343,29 +367,36 @@ CLAIMS = [
             Check(
                 "mixture-2sigma", "empirical", _thm3_check(READ_2SIGMA), deciding=False, reading=READ_2SIGMA
             ),
+            Check(
+                "unbiased-g_k",
+                "property",
+                _thm3_unbiased_reading,
+                deciding=False,
+                reading=READ_UNBIASED,
+                can_refute=False,
+            ),
         ),
         domain=Domain(
-            params=(
-                Param("L", "(0, inf)", 1e-3, 1e3),
-                Param("alpha", "(0, 1/(2L)]", 1e-6, 0.5),
-                Param("K", "K >= 1", 1, 1e6, integer=True),
-                Param("sigma", "sigma > 0 (Assumption 2)", 1e-6, 1e3),
-                Param("B", "1 <= B <= n", 1, 1e9, integer=True),
-                Param("gamma", "gamma > 0", 1e-8, 1e2),
-                Param("p", "1 <= p <= d", 1, 1e6, integer=True),
-                Param("sigma_A", "sigma_A > 0", 1e-3, 1e3),
-            ),
-            constraints=(Constraint("alpha <= 1/(2L)", lambda q: q["alpha"] <= 1 / (2 * q["L"])),),
-            source="Theorem 3; the deciding instance is the two-point mixture at L = 1, d = p = 1",
+            params=(),
+            fixed={
+                "stated": "L > 0, alpha <= 1/(2L), K >= 1, sigma > 0, 1 <= B <= n, gamma > 0, 1 <= p <= d, "
+                "sigma_A > 0 (not searched)",
+                "run": "one instance: two-point mixture pi = 0.4, L = 1, d = p = 1, n = B = 10^4, "
+                "gamma = 1e-3, alpha = 0.01, sigma_A = 1, sigma_eps = 0.01, K = 1000 (quick) / 4000",
+            },
+            source="Theorem 3",
         ),
         readings=(
             Reading(READ_SQRT_B, "the main-text statement and the proof's last line (eq. 33)", True),
             Reading(READ_2SIGMA, "the appendix restatement (eq. 25) drops the sqrt(B)"),
+            Reading(READ_UNBIASED, "Section 2 calls g_k an unbiased estimate; the proofs use unclipped g_k"),
         ),
         notes=(
             "The proof replaces the mean of normalised per-sample gradients by the normalised mean (below "
             "eq. 16, used in eq. 28); with disagreeing per-sample gradients the algorithm stalls where "
-            "the normalised gradients cancel, at distance ~ 2 pi from x* whatever B is."
+            "the normalised gradients cancel, at distance ~ 2 pi from x* whatever B is. Reading Assumption 2 "
+            "per sample (sigma = 2 max(pi, 1 - pi)) still refutes the headline (evidence: "
+            "rhs_with_per_sample_sigma). " + UNBIASED_NOTE
         ),
     ),
     Claim(
