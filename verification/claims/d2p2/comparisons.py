@@ -259,7 +259,8 @@ def a92_min_c1(k_reading: str) -> dict:
     """Smallest C1 with eps <= C1 B^2 K/n^2 for each dataset, K = epochs or iterations."""
     out = {}
     for name, (n, eps) in A92_DATA.items():
-        K = A92_EPOCHS if k_reading == "epochs" else A92_EPOCHS * n / A92_B
+        # iterations: ceil(n/B) minibatches per epoch (an integer number of steps)
+        K = A92_EPOCHS if k_reading == "epochs" else A92_EPOCHS * math.ceil(n / A92_B)
         out[name] = {"n": n, "eps": eps, "K": K, "min_C1": eps * n * n / (A92_B**2 * K)}
     return out
 
@@ -396,7 +397,10 @@ def _thm1_constants_check(sigma_form: str, eps_form: str):
 THM1_CONSTANTS = Claim(
     id="d2p2.thm1-proof-constants",
     paper=PAPER,
-    location="Theorem 1's condition eps <= C1 B^2 K/n^2 and the last step of its proof (App. A.3, eq. 13)",
+    location=(
+        "the last step of Theorem 1's proof only (App. A.3, eq. 13 and the sentence after it); "
+        "Theorem 1 itself is d2p2.thm1"
+    ),
     statement=(
         "If eps = C1 B^2 K^2/n^2 (proof; the statement: eps <= C1 B^2 K/n^2), all conditions of eq. 13 (with "
         "Lemma 5's eta <= (sigma^2/2) log(n/B)) can be satisfied by "

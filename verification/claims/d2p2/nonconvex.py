@@ -424,11 +424,15 @@ CLAIMS = [
         ),
         formula="lim E||grad f(x_k)|| (alpha, noise -> 0) <= 2 sigma/sqrt(B) + gamma",
         assumptions=("Assumptions 1, 2", "per-sample normalisation g/(||g|| + gamma)"),
+        depends_on=("d2p2.thm3",),
         checks=(Check("mixture-stationary-point", "property", _clipping_bias_check),),
         domain=clipping_bias_domain(),
         notes=(
             "Koloskova et al. (2023a), whom Table 4 cites, show that clipping bias need not vanish with B; "
-            "the two-point mixture has per-sample variance sigma^2 at every x and bias ~ 2 pi for any B."
+            "the two-point mixture has per-sample variance sigma^2 at every x and bias ~ 2 pi for any B. "
+            "Table 4's term is read off Thm 3's bound, hence depends_on d2p2.thm3 (the project's rule for "
+            "derived statements); a premise only withholds a confirmation, so the refutation here rests on "
+            "its own counterexample."
         ),
     ),
     Claim(
