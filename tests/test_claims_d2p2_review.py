@@ -36,6 +36,15 @@ def test_thm1_witness_family_violates_for_every_constant_pair(c1: float, c2: flo
     assert w["violates"]
 
 
+def test_thm1_witness_survives_alg1_normalisation_below_norm_one() -> None:
+    from verification.claims.d2p2.thm1_witness import thm1_witness
+
+    w = thm1_witness(314.0, 1.0, 1e-5, shift=1 / (1 + 1e-6))
+    assert w["violates"] and w["delta_eps_lower"] > 0.97
+    with pytest.raises(ValueError):
+        thm1_witness(1.0, 1.0, 1e-5, shift=1.5)
+
+
 def test_thm1_test_statistic_mean_is_free_of_k() -> None:
     """mu = q sqrt(K(K+1)/2)/sigma at the theorem's minimal sigma equals eps/sqrt(2 C2 ln(1/delta))
     up to sqrt((K+1)/K): more steps do not help."""

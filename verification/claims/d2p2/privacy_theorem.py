@@ -32,6 +32,14 @@ def _thm1_counterexample_family(ctx: Context) -> Outcome:
                 f'print(w({c1!r}, {c2!r}, {delta!r}))"'
             )
             rows.append({k: g(v) if isinstance(v, float) else v for k, v in w.items()})
+    # Alg. 1's normalisation g/(||g|| + gamma) never reaches norm 1: a gradient of norm 1e6 gamma
+    for c1, c2 in pairs[:2]:
+        w = thm1_witness(c1, c2, 1e-5, shift=1 / (1 + 1e-6))
+        w["reproduce"] = (
+            'python -c "from verification.claims.d2p2.thm1_witness import thm1_witness as w; '
+            f'print(w({c1!r}, {c2!r}, 1e-05, shift=1 / (1 + 1e-6)))"'
+        )
+        rows.append({k: g(v) if isinstance(v, float) else v for k, v in w.items()})
     bad = [r for r in rows if r["violates"] and r["eps<=C1_q^2_K"] and r["sigma_K_min_over_steps"] >= 1]
     r = rows[0]
     details = {

@@ -34,6 +34,10 @@ Phibar(x) <= exp(-x^2/2)/2 for x >= 0, so e^eps Phibar(t) <= exp(-12)/2. Hence
   delta(eps) >= Phi(2) (1 - e^-10) - e^-12/2 > 0.977
 for every C1, C2 > 0, every q = B/n < 1/10 and every delta < 0.977: Theorem 1 fails for all
 constants. The code evaluates the same bound numerically at each witness (no Monte Carlo).
+
+Alg. 1 normalises per sample, g/(||g|| + gamma), so the differing contribution has norm
+c = M/(M + gamma) < 1 rather than the proof's 1; mu scales by c and the Hoeffding step only
+improves. For c >= 0.999, mu - 1 - t >= 0.499 mu0 - 3 >= 1.99 and the bound stays above 0.976.
 """
 
 from __future__ import annotations
@@ -49,9 +53,12 @@ ROUNDING_SLACK = 1e-9
 ANALYTIC_LOWER = float(norm.cdf(2.0) * (1 - math.exp(-10)) - 0.5 * math.exp(-12))
 
 
-def thm1_witness(c1: float, c2: float, delta: float, q: float = 0.05) -> dict:
+def thm1_witness(c1: float, c2: float, delta: float, q: float = 0.05, shift: float = 1.0) -> dict:
     """The family's parameters (K, eps, sigma) for constants (C1, C2) and a rigorous lower bound on
-    delta(eps) of the proof's mechanism at the theorem's minimal noise."""
+    delta(eps) of the proof's mechanism at the theorem's minimal noise.
+
+    ``shift`` is the norm of the differing sample's contribution: 1 under the proof's clipping to
+    norm 1; M/(M + gamma) < 1 under Alg. 1's normalisation g/(||g|| + gamma) with ||g|| = M."""
     L = math.log(1 / delta)
     r = math.sqrt(2 * c2 * L)
     mu0 = 8 * r + 10
@@ -59,7 +66,7 @@ def thm1_witness(c1: float, c2: float, delta: float, q: float = 0.05) -> dict:
     t = mu0 / 2 + 2
     K = math.ceil(max(5 * eps * eps / (c2 * q * q * L), eps / (c1 * q * q)))
     sigma2 = c2 * q * q * K * K * L / (eps * eps)
-    b = delta_lower_bound(K, sigma2, q, eps, t)
+    b = delta_lower_bound(K, sigma2, q, eps, t, shift)
     return {
         "C1": c1,
         "C2": c2,
@@ -71,15 +78,21 @@ def thm1_witness(c1: float, c2: float, delta: float, q: float = 0.05) -> dict:
         "sigma": math.sqrt(sigma2),
         "sigma_K_min_over_steps": math.sqrt(sigma2 / K),
         "threshold_t": t,
+        "shift": shift,
         **b,
         "violates": b["delta_eps_lower"] > delta,
     }
 
 
-def delta_lower_bound(K: int, sigma2: float, q: float, eps: float, t: float) -> dict:
+def delta_lower_bound(K: int, sigma2: float, q: float, eps: float, t: float, shift: float = 1.0) -> dict:
     """Rigorous lower bound on delta(eps) of the K-step mechanism (schedule sigma^2/k) from the
-    test T > t sqrt(V), with Hoeffding for the inclusion pattern (module docstring)."""
-    mu = q * math.sqrt(K * (K + 1) / 2) / math.sqrt(sigma2)
+    test T > t sqrt(V), with Hoeffding for the inclusion pattern (module docstring).
+
+    With a shift c <= 1 in place of 1, E S and mu scale by c, and Hoeffding's exponent for a
+    deviation sqrt(V) becomes 6 sigma^2/(c^2 (2K + 1)) >= the c = 1 value used here."""
+    if not 0 < shift <= 1:
+        raise ValueError("shift must lie in (0, 1]")
+    mu = shift * q * math.sqrt(K * (K + 1) / 2) / math.sqrt(sigma2)
     hoeffding_fail = math.exp(-6 * sigma2 / (2 * K + 1))
     p_side = (1 - hoeffding_fail) * float(norm.cdf(mu - 1 - t))
     q_side = math.exp(eps + float(norm.logsf(t)))
