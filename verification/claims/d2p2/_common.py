@@ -30,3 +30,17 @@ def _eps_schedule(q: float, base: float, K: int, delta: float, schedule: str) ->
     rdp, src = P.schedule_rdp(q, z, orders)
     eps, src2 = P.eps_from_rdp(orders, rdp, delta)
     return eps, f"{src}; {src2}"
+
+
+READ_ALG1 = "Alg. 1 as stated: per-sample normalised g_s/(||g_s|| + gamma)"
+READ_UNBIASED = "g_k is an unbiased estimate of grad f (Section 2)"
+
+UNBIASED_NOTE = (
+    "Not the headline: Alg. 1 line 4 normalises each per-sample gradient, and the proofs replace the "
+    "mean of the normalised gradients by the normalised mean (below eq. 16, eq. 28) and then use "
+    "unclipped, unbiased g_k. Read literally as a premise ('the update direction is an unbiased "
+    "estimate of grad f'), it needs E[(1/B) sum_s g_s/(||g_s|| + gamma)] = grad f(x) at every iterate: "
+    "the left side has norm < 1 and vanishes where the normalised gradients cancel, so the premise "
+    "holds almost nowhere (only where every per-sample gradient is equal and ||grad f|| = "
+    "||grad f||/(||grad f|| + gamma), i.e. grad f = 0) and the theorem would say nothing."
+)

@@ -9,7 +9,8 @@ import numpy as np
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g, mean_vs_bound
-from verification.claims.d2p2._common import PAPER
+from verification.claims.d2p2._common import PAPER, READ_ALG1, READ_UNBIASED, UNBIASED_NOTE
+from verification.search import Reading
 
 # =========================================================================== Theorem 2 / Corollary 1
 
@@ -368,6 +369,29 @@ def _cor1_empirical(ctx: Context) -> Outcome:
     )
 
 
+def _thm2_unbiased_reading(ctx: Context) -> Outcome:
+    """Reading 'g_k unbiased for grad f': Thm 2's instance lies outside it (shown at x1), and the
+    reading's domain is essentially empty (UNBIASED_NOTE); registered, not decided."""
+    rng = np.random.default_rng(ctx.seed)
+    samples = rng.normal(0.0, 1.0, (50, 50))  # n = 50 samples in d = 50, as the deciding check
+    x1 = samples.mean(axis=0) + 3.0
+    per = x1 - samples
+    direction = np.mean(per / (np.linalg.norm(per, axis=1, keepdims=True) + 1e-3), axis=0)
+    grad = per.mean(axis=0)
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"at x1 of the deciding instance (d = 50) the mean normalised direction has norm "
+        f"{np.linalg.norm(direction):.3g} < 1 while ||grad f(x1)|| = {np.linalg.norm(grad):.3g}: "
+        "the instance is outside this reading, whose domain is essentially empty; registered, not decided",
+        "exact evaluation at the starting point",
+        {
+            "||mean normalised direction||": g(float(np.linalg.norm(direction))),
+            "||grad f(x1)||": g(float(np.linalg.norm(grad))),
+            "why": UNBIASED_NOTE,
+        },
+    )
+
+
 CLAIMS = [
     Claim(
         id="d2p2.thm2",
@@ -384,12 +408,25 @@ CLAIMS = [
         ),
         assumptions=("Assumptions 1, 2", "f convex", "alpha <= 1/(2L)", "A entries N(0, sigma_A^2)"),
         checks=(
-            Check("measured-vs-rhs", "empirical", _thm2_empirical),
+            Check("measured-vs-rhs", "empirical", _thm2_empirical, reading=READ_ALG1),
+            Check(
+                "unbiased-g_k",
+                "property",
+                _thm2_unbiased_reading,
+                deciding=False,
+                reading=READ_UNBIASED,
+                can_refute=False,
+            ),
             Check("project-optimizer", "empirical", _thm2_project_optimizer, deciding=False),
             Check("proof-step-E||A eps||^2", "property", _thm2_proof_step, deciding=False),
             Check("proof-step-harmonic-sum", "symbolic", _thm2_harmonic, deciding=False),
             Check("units", "symbolic", _thm2_units, deciding=False),
         ),
+        readings=(
+            Reading(READ_ALG1, "the algorithm the theorem is stated for (Alg. 1, line 4)", True),
+            Reading(READ_UNBIASED, "Section 2 calls g_k an unbiased estimate; the proofs use unclipped g_k"),
+        ),
+        notes=UNBIASED_NOTE,
     ),
     Claim(
         id="d2p2.cor1",

@@ -19,7 +19,7 @@ import numpy as np
 
 from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g
-from verification.claims.d2p2._common import PAPER
+from verification.claims.d2p2._common import PAPER, READ_UNBIASED, UNBIASED_NOTE
 from verification.search import Constraint, Domain, Param, Reading, adversarial_search
 
 READ_SQRT_B = "2 sigma / sqrt(B) (eq. 3, main text; the proof's eq. 33)"
@@ -188,8 +188,15 @@ def _thm3_check(reading: str):
         r = thm3_run(K=1000 if ctx.quick else 4000, seeds=32 if ctx.quick else 128, seed=ctx.seed)
         rhs = r["rhs_eq3_2sigma/sqrtB"] if reading == READ_SQRT_B else r["rhs_eq25_2sigma"]
         lhs = r["lhs_min_k_E|grad f|_(mean-3se)"]
+        # Assumption 2 read per sample (sup_s ||grad f(x, s) - grad f(x)|| <= sigma): 2 max(pi, 1 - pi)
+        sigma_ps = 2 * max(r["pi"], 1 - r["pi"])
+        scale = 1 / math.sqrt(r["n=B"]) if reading == READ_SQRT_B else 1.0
+        rhs_ps = rhs + 2 * (sigma_ps - r["sigma"]) * scale
         details = {
             **{k: g(v) if isinstance(v, float) else v for k, v in r.items()},
+            "sigma_per_sample_reading_of_assumption_2": g(sigma_ps),
+            "rhs_with_per_sample_sigma": g(rhs_ps),
+            "refuted_with_per_sample_sigma_too": lhs > rhs_ps,
             "problem": "1-D two-point mixture (module docstring), L = 1, d = p = 1, full batch B = n, "
             "alpha <= 1/(2L), x_1 = the stationary point x^ of the normalised updates",
             "reading": reading,
@@ -217,6 +224,23 @@ def _thm3_check(reading: str):
         )
 
     return check
+
+
+def _thm3_unbiased_reading(ctx: Context) -> Outcome:
+    """Reading 'g_k unbiased for grad f': the mixture is outside that reading's domain (shown), and the
+    domain itself is essentially empty (claims/d2p2/_common.py UNBIASED_NOTE); nothing is decided."""
+    pi, gamma = 0.4, 1e-3
+    xh = mixture_fixed_point(pi, gamma)
+    direction = (1 - pi) * (xh - 1) / (abs(xh - 1) + gamma) + pi * (xh + 1) / (abs(xh + 1) + gamma)
+    grad = xh - (1 - 2 * pi)
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"under this reading the mixture is outside the domain: at x^ = {xh:.4g} the mean normalised "
+        f"direction is {direction:.2g} while f'(x^) = {grad:.4g}; the reading's domain is essentially "
+        "empty, so it is registered, not decided",
+        "exact evaluation at the mixture's stationary point",
+        {"x_hat": g(xh), "mean_normalised_direction": g(direction), "grad_f": g(grad), "why": UNBIASED_NOTE},
+    )
 
 
 def _cor2_symbolic(ctx: Context) -> Outcome:
@@ -255,46 +279,72 @@ def _cor2_bias_vs_sigma(ctx: Context) -> Outcome:
     )
 
 
-def _complexity_check(ctx: Context) -> Outcome:
-    """§3.2: with B = sigma^2/xi^2, gamma = O(1/sqrt(K)), K B = O(1/xi^4) gradients reach ||grad f|| <= xi."""
-    xi = 0.1
-    pi0 = 0.4
-    sigma = 2 * math.sqrt(pi0 * (1 - pi0))
-    n = math.ceil(sigma**2 / xi**2)  # a dataset of exactly B = sigma^2/xi^2 samples, full batch
-    rows = []
-    for K in (100, 1000) if ctx.quick else (100, 1000, 10_000):
-        r = thm3_run(
-            pi=pi0, n=n, gamma=1 / math.sqrt(K), alpha=0.01, K=K, seeds=16 if ctx.quick else 64, seed=ctx.seed
-        )
-        rows.append({"K": K, "KB": K * n, "min_k_E|grad f|_lower": g(r["lhs_min_k_E|grad f|_(mean-3se)"])})
-    xh = clipping_bias_ratio(pi0, 1e-12, n)
-    details = {
+def complexity_family_row(xi: float, K: int, pi: float = 0.4, seeds: int = 16, seed: int = 0) -> dict:
+    """One member of the family xi -> 0 with B = n = ceil(sigma^2/xi^2) (full batch), gamma = 1/sqrt(K),
+    alpha = 0.5/sqrt(K) (Cor. 2's alpha = O(1/sqrt(K)), alpha <= 1/(2L)): Alg. 1 from x^ and the exact
+    gradient at the stationary point of the normalised updates, both relative to xi."""
+    sigma = 2 * math.sqrt(pi * (1 - pi))
+    n = math.ceil(sigma**2 / xi**2)
+    gamma, alpha = 1 / math.sqrt(K), 0.5 / math.sqrt(K)
+    r = thm3_run(pi=pi, n=n, gamma=gamma, alpha=alpha, K=K, seeds=seeds, seed=seed)
+    xh = clipping_bias_ratio(pi, gamma, n)
+    lower = r["lhs_min_k_E|grad f|_(mean-3se)"]
+    return {
         "xi": xi,
         "B=n": n,
-        "pi": xh["pi"],
-        "sigma": g(xh["sigma"]),
-        "runs": rows,
-        "stationary_point": g(xh["x_hat"]),
-        "|grad f| there (gamma -> 0)": g(xh["|grad f(x_hat)|"]),
-        "why_no_K_helps": "the expected normalised update vanishes at x^, where |f'| ~ 2 pi > xi",
+        "K": K,
+        "KB": K * n,
+        "gamma": gamma,
+        "alpha": alpha,
+        "min_k_E|grad f|_lower": lower,
+        "min_k_E|grad f|_lower/xi": lower / xi,
+        "|grad f(x_hat)|": xh["|grad f(x_hat)|"],
+        "|grad f(x_hat)|/xi": xh["|grad f(x_hat)|"] / xi,
+        "reproduce": 'python -c "from verification.claims.d2p2.nonconvex import complexity_family_row as r; '
+        f'print(r({xi}, {K}, seeds={seeds}, seed={seed}))"',
     }
-    worst = min(r["min_k_E|grad f|_lower"] for r in rows)
-    cmd = (
-        'python -c "from verification.claims.d2p2.nonconvex import thm3_run as r; '
-        f'print(r(pi=0.4, n={n}, gamma=0.01, K=10000, seeds=16))"'
-    )
-    if worst > xi:
+
+
+def _complexity_check(ctx: Context) -> Outcome:
+    """§3.2: with B = sigma^2/xi^2, gamma = O(1/sqrt(K)), K B = O(1/xi^4) gradients reach ||grad f|| <= xi.
+
+    A big-O needs a family: xi -> 0 with B = sigma^2/xi^2 on the two-point mixture. The stationary
+    point x^ of the normalised updates depends only on pi and gamma, so |f'(x^)| stays ~ 2 pi while
+    xi -> 0: |f'(x^)|/xi grows without bound and no constant in O(1/xi^4) can work."""
+    xis = (0.1, 0.03, 0.01, 0.003, 0.001)
+    Ks = (100, 1000) if ctx.quick else (100, 1000, 10_000)
+    seeds = 16 if ctx.quick else 64
+    rows = [complexity_family_row(xi, K, seeds=seeds, seed=ctx.seed) for xi in xis for K in Ks]
+    rows = [{k: g(v) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
+    details = {
+        "family": "pi = 0.4 two-point mixture, xi -> 0, B = n = ceil(sigma^2/xi^2) full batch, "
+        "gamma = 1/sqrt(K), alpha = 0.5/sqrt(K), x_1 = x^",
+        "runs": rows,
+        "why_no_K_helps": "the expected normalised update vanishes at x^, where |f'| ~ 2 pi whatever B, xi",
+    }
+    stalled = all(r["min_k_E|grad f|_lower"] > r["xi"] for r in rows)
+    ratios = [max(r["|grad f(x_hat)|/xi"] for r in rows if r["xi"] == xi) for xi in xis]
+    growing = all(b > a for a, b in zip(ratios, ratios[1:], strict=False))
+    last = rows[-1]
+    if stalled and growing:
         return Outcome(
             Verdict.REFUTED,
-            f"xi = {xi}, B = sigma^2/xi^2 = {n} (full batch), gamma = 1/sqrt(K): min_k E|f'(x_k)| >= "
-            f"{worst:.3g} > xi for K up to {rows[-1]['K']} (K B = {rows[-1]['KB']}); the normalised updates "
-            "stall at x^ = "
-            f"{xh['x_hat']:.4g} where |f'| = {xh['|grad f(x_hat)|']:.3g}, so no K reaches xi",
-            "Monte Carlo of Alg. 1 on the two-point mixture + its exact stationary point",
+            f"family xi -> 0 with B = sigma^2/xi^2: min_k E|f'(x_k)| > xi in all {len(rows)} runs (K up to "
+            f"{Ks[-1]}); |f'(x^)|/xi = {', '.join(f'{x:.3g}' for x in ratios)} at xi = "
+            f"{', '.join(str(x) for x in xis)} (measured min_k E|f'|/xi alike): "
+            "unbounded, so K B = O(1/xi^4) fails for every constant "
+            f"(e.g. xi = {last['xi']}, B = {last['B=n']}, K = {last['K']}: min_k E|f'| >= "
+            f"{last['min_k_E|grad f|_lower']})",
+            "Monte Carlo of Alg. 1 along the family + its exact stationary points (bisection)",
             details,
-            reproduce=cmd,
+            reproduce=last["reproduce"],
         )
-    return Outcome(Verdict.INCONCLUSIVE, f"reached xi within K <= {rows[-1]['K']}", "Monte Carlo", details)
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        "some run reached xi or the ratio does not grow along the family",
+        "Monte Carlo",
+        details,
+    )
 
 
 CLAIMS = [
@@ -317,29 +367,36 @@ CLAIMS = [
             Check(
                 "mixture-2sigma", "empirical", _thm3_check(READ_2SIGMA), deciding=False, reading=READ_2SIGMA
             ),
+            Check(
+                "unbiased-g_k",
+                "property",
+                _thm3_unbiased_reading,
+                deciding=False,
+                reading=READ_UNBIASED,
+                can_refute=False,
+            ),
         ),
         domain=Domain(
-            params=(
-                Param("L", "(0, inf)", 1e-3, 1e3),
-                Param("alpha", "(0, 1/(2L)]", 1e-6, 0.5),
-                Param("K", "K >= 1", 1, 1e6, integer=True),
-                Param("sigma", "sigma > 0 (Assumption 2)", 1e-6, 1e3),
-                Param("B", "1 <= B <= n", 1, 1e9, integer=True),
-                Param("gamma", "gamma > 0", 1e-8, 1e2),
-                Param("p", "1 <= p <= d", 1, 1e6, integer=True),
-                Param("sigma_A", "sigma_A > 0", 1e-3, 1e3),
-            ),
-            constraints=(Constraint("alpha <= 1/(2L)", lambda q: q["alpha"] <= 1 / (2 * q["L"])),),
-            source="Theorem 3; the deciding instance is the two-point mixture at L = 1, d = p = 1",
+            params=(),
+            fixed={
+                "stated": "L > 0, alpha <= 1/(2L), K >= 1, sigma > 0, 1 <= B <= n, gamma > 0, 1 <= p <= d, "
+                "sigma_A > 0 (not searched)",
+                "run": "one instance: two-point mixture pi = 0.4, L = 1, d = p = 1, n = B = 10^4, "
+                "gamma = 1e-3, alpha = 0.01, sigma_A = 1, sigma_eps = 0.01, K = 1000 (quick) / 4000",
+            },
+            source="Theorem 3",
         ),
         readings=(
             Reading(READ_SQRT_B, "the main-text statement and the proof's last line (eq. 33)", True),
             Reading(READ_2SIGMA, "the appendix restatement (eq. 25) drops the sqrt(B)"),
+            Reading(READ_UNBIASED, "Section 2 calls g_k an unbiased estimate; the proofs use unclipped g_k"),
         ),
         notes=(
             "The proof replaces the mean of normalised per-sample gradients by the normalised mean (below "
             "eq. 16, used in eq. 28); with disagreeing per-sample gradients the algorithm stalls where "
-            "the normalised gradients cancel, at distance ~ 2 pi from x* whatever B is."
+            "the normalised gradients cancel, at distance ~ 2 pi from x* whatever B is. Reading Assumption 2 "
+            "per sample (sigma = 2 max(pi, 1 - pi)) still refutes the headline (evidence: "
+            "rhs_with_per_sample_sigma). " + UNBIASED_NOTE
         ),
     ),
     Claim(
@@ -367,11 +424,15 @@ CLAIMS = [
         ),
         formula="lim E||grad f(x_k)|| (alpha, noise -> 0) <= 2 sigma/sqrt(B) + gamma",
         assumptions=("Assumptions 1, 2", "per-sample normalisation g/(||g|| + gamma)"),
+        depends_on=("d2p2.thm3",),
         checks=(Check("mixture-stationary-point", "property", _clipping_bias_check),),
         domain=clipping_bias_domain(),
         notes=(
             "Koloskova et al. (2023a), whom Table 4 cites, show that clipping bias need not vanish with B; "
-            "the two-point mixture has per-sample variance sigma^2 at every x and bias ~ 2 pi for any B."
+            "the two-point mixture has per-sample variance sigma^2 at every x and bias ~ 2 pi for any B. "
+            "Table 4's term is read off Thm 3's bound, hence depends_on d2p2.thm3 (the project's rule for "
+            "derived statements); a premise only withholds a confirmation, so the refutation here rests on "
+            "its own counterexample."
         ),
     ),
     Claim(

@@ -165,9 +165,9 @@ def _dp2sgd_check(ctx: Context) -> Outcome:
         )
     return Outcome(
         Verdict.CONFIRMED,
-        f"Alg. 1 with a constant sigma and Alg. 3 give identical iterates on {len(rows)} "
-        "configurations (d, p, z) "
-        f"and the same certified eps ({g(e1.epsilon)})",
+        f"the project's D2P2SGD with constant noise and its DP2SGD give identical iterates on {len(rows)} "
+        f"configurations (d, p, z) and the same certified eps ({g(e1.epsilon)}): an equality of the two "
+        "implementations, which follow Alg. 1 (sigma_k = sigma) and Alg. 3 line by line",
         "dptheory.optim D2P2SGD(constant) vs DP2SGD, same seed; certified accountants",
         details,
     )
