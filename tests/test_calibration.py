@@ -18,6 +18,8 @@ from accounting.conversion import rdp_to_epsilon
 from accounting.errors import InvalidParameter, UnreachableTarget
 from accounting.orders import DP_ACCOUNTING_ORDERS
 from accounting.rdp import subsampled_gaussian_rdp
+from dptheory.testing import deltas, epsilons, sample_rates
+from dptheory.testing import steps as step_counts
 
 
 def dpsgd_eps(q: float, z: float, steps: int, delta: float = 1e-5) -> float:
@@ -118,3 +120,20 @@ def test_calibrate_increasing_sample_rate():
     assert calibrate_increasing(fn, 1e9, option="--sample-rate", upper=1.0).value == 1.0
     with pytest.raises(UnreachableTarget, match="--sample-rate"):
         calibrate_increasing(lambda q: 1.0 + q, 0.5, option="--sample-rate", lower=1e-9, upper=1.0)
+
+
+# -- the project's own use of dptheory.testing (issue 13): strategies over the envelope, and the
+#    assertion that re-checks a calibration through an independent path (composed events).
+
+
+@settings(max_examples=12, deadline=None)
+@given(q=sample_rates(1e-4, 0.5), t=step_counts(1, 2000), eps=epsilons(0.5, 20.0), delta=deltas(1e-12, 1e-3))
+def test_api_calibration_meets_its_target_as_a_composed_event(q, t, eps, delta):
+    """``dptheory.calibrate``'s z, composed as T subsampled-Gaussian events and accounted afresh by
+    ``assert_epsilon_at_most`` (which shrinks a failure to the fewest steps), is within the target."""
+    from accounting.events import SelfComposedEvent, SubsampledGaussianEvent
+    from dptheory import calibrate
+    from dptheory.testing import assert_epsilon_at_most
+
+    z = calibrate(eps=eps, delta=delta, algo="dpsgd", sample_rate=q, steps=t).noise_multiplier
+    assert_epsilon_at_most(SelfComposedEvent(SubsampledGaussianEvent(q, z), t), eps, delta)
