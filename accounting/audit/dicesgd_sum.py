@@ -23,16 +23,11 @@ import math
 
 import numpy as np
 
+# the same threshold-test machinery as the DP-SGD sum test: one log-sum-exp, one rounding allowance
+from accounting.audit.sum_test import _ROUNDING
+from accounting.audit.sum_test import _logsumexp as _lse
+
 __all__ = ["dicesgd_sum_test_epsilon_lower"]
-
-_ROUNDING = 1e-12
-
-
-def _lse(a: np.ndarray, axis: int) -> np.ndarray:
-    m = np.max(a, axis=axis, keepdims=True)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(safe, axis) + np.log(np.sum(np.exp(a - safe), axis=axis))
 
 
 def dicesgd_sum_test_epsilon_lower(
