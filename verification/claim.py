@@ -149,6 +149,20 @@ class Check:
         if self.kind not in KINDS:
             raise ValueError(f"unknown check kind {self.kind!r}")
 
+    def _crashed(self, ctx: Context, msg: str, t0: float) -> CheckResult:
+        """A contained crash: ``inconclusive``, marked ``crashed`` with ``msg``."""
+        return CheckResult(
+            name=self.name,
+            kind=self.kind,
+            verdict=Verdict.INCONCLUSIVE,
+            summary=f"check crashed: {msg}",
+            evidence=Evidence(method="(crashed)", details={}, reproduce=ctx.reproduce()),
+            deciding=self.deciding,
+            reading=self.reading,
+            seconds=time.perf_counter() - t0,
+            crashed=msg,
+        )
+
     def run(self, ctx: Context) -> CheckResult:
         """Run the check; an exception becomes an ``inconclusive`` result marked ``crashed``."""
         t0 = time.perf_counter()
@@ -171,33 +185,12 @@ class Check:
         except Exception as exc:  # noqa: BLE001 - a crashing check must not stop the others
             tb = traceback.extract_tb(exc.__traceback__)
             where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
-            msg = f"{type(exc).__name__}: {exc} (at {where})"
-            return CheckResult(
-                name=self.name,
-                kind=self.kind,
-                verdict=Verdict.INCONCLUSIVE,
-                summary=f"check crashed: {msg}",
-                evidence=Evidence(method="(crashed)", details={}, reproduce=ctx.reproduce()),
-                deciding=self.deciding,
-                reading=self.reading,
-                seconds=time.perf_counter() - t0,
-                crashed=msg,
-            )
+            return self._crashed(ctx, f"{type(exc).__name__}: {exc} (at {where})", t0)
         if not isinstance(out, Outcome) or not isinstance(out.verdict, Verdict):
             # a user's check (--claims-file) can return anything: contain it like a crash
             got = out.verdict if isinstance(out, Outcome) else out
             msg = f"TypeError: check {self.name} returned {got!r}, not an Outcome with a Verdict"
-            return CheckResult(
-                name=self.name,
-                kind=self.kind,
-                verdict=Verdict.INCONCLUSIVE,
-                summary=f"check crashed: {msg}",
-                evidence=Evidence(method="(crashed)", details={}, reproduce=ctx.reproduce()),
-                deciding=self.deciding,
-                reading=self.reading,
-                seconds=time.perf_counter() - t0,
-                crashed=msg,
-            )
+            return self._crashed(ctx, msg, t0)
         return CheckResult(
             name=self.name,
             kind=self.kind,
