@@ -31,7 +31,7 @@ def test_verify_all_quick_json(quick_results, monkeypatch, capsys) -> None:
 
     seen = {}
 
-    def cached(claims, *, seed=0, quick=False, progress=None):
+    def cached(claims, *, seed=0, quick=False, progress=None, **user_file):
         seen.update(seed=seed, quick=quick, ids=[c.id for c in claims])
         return [quick_results[c.id] for c in claims]
 

@@ -148,6 +148,20 @@ def hidden_state_module():
     return hidden_state
 
 
+def theorem37_inputs(p: PrivacyParams) -> dict:
+    """The keyword arguments of :func:`theorem37_epsilon` read from resolved parameters."""
+    return dict(
+        noise_multiplier=p.noise_multiplier,
+        delta=p.delta,
+        steps=p.steps,
+        dataset_size=p.dataset_size,
+        batch_size=p.batch_size,
+        c1=p.c1,
+        c2=p.c2,
+        grad_bound=p.grad_bound,
+    )
+
+
 class DiceSGD(Algorithm):
     name = "dicesgd"
     title = "DiceSGD (clipped error feedback)"
@@ -234,16 +248,7 @@ class DiceSGD(Algorithm):
                 "pld is not available for dicesgd because its claimed number is Theorem 3.7's closed "
                 "form and its certified number is a hidden-state RDP bound with no dp-accounting event",
             )
-        kw = dict(
-            noise_multiplier=p.noise_multiplier,
-            delta=p.delta,
-            steps=p.steps,
-            dataset_size=p.dataset_size,
-            batch_size=p.batch_size,
-            c1=p.c1,
-            c2=p.c2,
-            grad_bound=p.grad_bound,
-        )
+        kw = theorem37_inputs(p)
         eps = theorem37_epsilon(**kw, reading="c2")
         alt = theorem37_epsilon(**kw, reading="proof")
         g = theorem37_gtilde(p.c1, p.c2, grad_bound=p.grad_bound)

@@ -114,20 +114,11 @@ def claimed_by_reading(params) -> list[dict[str, Any]]:
     The proof's last step bounds C2 by C/B, so the rendered "C 2" is C^2 with C >= B C2 (headline,
     evaluated at the smallest C = B C2); App. C.4 / Algorithm 4 instead use C2^2.
     """
-    from accounting.algorithms.dicesgd import theorem37_epsilon
+    from accounting.algorithms.dicesgd import theorem37_epsilon, theorem37_inputs
     from accounting.algorithms.registry import get_algorithm
 
     p, _assumed, _warns = get_algorithm("dicesgd").resolve(params)
-    kw = dict(
-        noise_multiplier=p.noise_multiplier,
-        delta=p.delta,
-        steps=p.steps,
-        dataset_size=p.dataset_size,
-        batch_size=p.batch_size,
-        c1=p.c1,
-        c2=p.c2,
-        grad_bound=p.grad_bound,
-    )
+    kw = theorem37_inputs(p)
     return [
         {
             "reading": "C^2 with C = B C2 (the proof's last step; headline)",
