@@ -3,12 +3,16 @@
 Contract of :func:`calibrate_decreasing` (``fn`` non-increasing, e.g. epsilon as a function of
 the noise multiplier):
 
-* the returned ``value`` always satisfies ``fn(value) <= target`` -- it is the *upper* end of
-  a bracket ``(lo, value]`` both of whose ends were evaluated (``fn(lo) > target``), so this
-  is checked, not assumed;
+* the returned ``value`` always satisfies ``fn(value) <= target (1 - 1e-12)`` -- it is the
+  *upper* end of a bracket ``(lo, value]`` both of whose ends were evaluated (``fn(lo)`` above
+  that), so this is checked, not assumed. The 1e-12 relative margin keeps the promise when the
+  same epsilon is recomputed elsewhere and differs at rounding level;
 * the bracket is narrowed until ``value <= lo * (1 + rtol)``; hence for a continuous,
   strictly decreasing ``fn`` the exact root x* lies in ``(lo, value]`` and
-  ``x* <= value <= x* (1 + rtol)`` (default ``rtol = 1e-6``).
+  ``x* <= value <= x* (1 + rtol)`` (default ``rtol = 1e-6``). Where ``fn`` is an upper bound
+  that ripples or jumps in x (a sigma-grid bound; D2P2's projection failure split), the
+  returned value still meets the target, but it is only the crossing the search found, not
+  necessarily within ``rtol`` of the smallest x that meets it.
 
 Search: bracketing from 1 (or the given bounds) by power-law extrapolation of the last two
 values, then safeguarded regula falsi on ``(log x, log fn(x))`` ending with a straddle of the
@@ -42,11 +46,19 @@ class CalibrationResult:
     bracket: tuple[float, float]
 
 
+#: relative margin below the target that a calibrated value must meet (see ``_Tracker``)
+_GUARD = 1e-12
+
+
 class _Tracker:
     """Evaluates fn, keeping the tightest bracket seen: largest failing x, smallest passing x."""
 
     def __init__(self, fn: Callable[[float], float], target: float) -> None:
         self.fn, self.target = fn, target
+        # A value passes only with a relative margin of _GUARD below the target: the same epsilon
+        # recomputed elsewhere (another process, a cold grid cache, another batch of orders) can
+        # differ at rounding level (~1e-16 relative), and must still meet the target.
+        self.bar = target - abs(target) * _GUARD
         self.lo, self.lo_val = -math.inf, math.nan  # largest x with fn(x) > target
         self.hi, self.hi_val = math.inf, math.nan  # smallest x with fn(x) <= target
         self.calls = 0
@@ -54,7 +66,7 @@ class _Tracker:
     def ok(self, x: float) -> bool:
         self.calls += 1
         v = float(self.fn(x))
-        passed = v <= self.target  # NaN compares False: treated as failing (conservative)
+        passed = v <= self.bar  # NaN compares False: treated as failing (conservative)
         if passed and x < self.hi:
             self.hi, self.hi_val = x, v
         if not passed and x > self.lo:

@@ -1274,7 +1274,9 @@ _GRID_CACHE_ROWS = 20_000
 def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through a cache.
 
-    The values are those of :func:`_evaluate` (deterministic), so caching changes no number.
+    The values are those of :func:`_evaluate`; evaluated in a different batch of noise values they
+    can differ in the last bit (~1e-16 relative, either way), which calibration's 1e-12 margin
+    below the target absorbs (:mod:`accounting.calibration`).
     The cache keeps at most ``_GRID_CACHE_ROWS`` rows in all (cleared when full)."""
     key = (float(qg), orders.tobytes())
     rows, reasons = _GRID_CACHE.get(key, ({}, {}))

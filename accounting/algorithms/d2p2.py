@@ -373,9 +373,15 @@ def _grouped_pld_epsilon(
             for v, c in zip(vals, cnts, strict=True)
         )
     )
-    eps = float(pld_epsilon(event, delta, value_discretization_interval=PLD_SCHEDULE_VDI))
+    vdi = PLD_SCHEDULE_VDI
+    eps = float(pld_epsilon(event, delta, value_discretization_interval=vdi))
+    if eps < 50 * vdi:
+        # the coarse discretization swamps a small epsilon (up to 5.7x in review): redo it at a
+        # discretization tied to epsilon's size; pessimistic PLD is an upper bound at any interval
+        vdi = max(1e-4, eps / 50)
+        eps = min(eps, float(pld_epsilon(event, delta, value_discretization_interval=vdi)))
     note = (
-        f"accountant: dp-accounting PLD (pessimistic, value discretization {PLD_SCHEDULE_VDI:g}) on "
+        f"accountant: dp-accounting PLD (pessimistic, value discretization {vdi:g}) on "
         f"{vals.size} noise classes {ratio:.4g} apart, each step's noise rounded down to its class "
         f"minimum (an upper bound)"
     )

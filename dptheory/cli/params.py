@@ -9,6 +9,7 @@ accounting layer, which names the option in its one-line error.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from dptheory.cli.numbers import number
@@ -231,6 +232,19 @@ def params_from_args(args: argparse.Namespace):
 # --------------------------------------------------------------------------------------------
 
 
+def fmt_up(x: float, digits: int = 10) -> str:
+    """``x`` to ``digits`` significant digits, rounded *up*: a noise multiplier or epsilon copied
+    from the table must never be smaller than the computed one (rounding to nearest could give a
+    noise just below the calibrated one, whose epsilon is then above the target)."""
+    if not (isinstance(x, float) and math.isfinite(x)) or x <= 0:
+        return f"{x:.{digits}g}"
+    text = f"{x:.{digits}g}"
+    if float(text) < x:
+        step = 10.0 ** (math.floor(math.log10(x)) - (digits - 1))
+        text = f"{float(text) + step:.{digits}g}"
+    return text
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -271,10 +285,10 @@ def render_report(report, *, command: str) -> str:
                 )
             )
     rows += [
-        ("epsilon", f"{report.epsilon:.10g}" + (f"  (Renyi order {report.order:g})" if report.order else "")),
+        ("epsilon", fmt_up(report.epsilon) + (f"  (Renyi order {report.order:g})" if report.order else "")),
         ("delta", _fmt(report.delta)),
-        ("noise multiplier z", f"{report.noise_multiplier:.10g}"),
-        ("noise std", _fmt(report.noise_std)),
+        ("noise multiplier z", fmt_up(report.noise_multiplier)),
+        ("noise std", fmt_up(report.noise_std) if isinstance(report.noise_std, float) else "-"),
         ("sample rate q", _fmt(report.sample_rate)),
         ("steps T", _fmt(report.steps)),
     ]
