@@ -179,7 +179,8 @@ def test_grouped_pld_is_above_the_ungrouped_pld(shape, base, q) -> None:
     event = ScheduleEvent(q, tuple(z.tolist()))
     optimistic = pld_epsilon(event, 1e-5, value_discretization_interval=PLD_SCHEDULE_VDI, pessimistic=False)
     assert grouped >= optimistic
-    # against the ungrouped pessimistic PLD on the same discretization (both are upper bounds;
-    # the allowance is the discretization interval)
-    exact = pld_epsilon(event, 1e-5, value_discretization_interval=PLD_SCHEDULE_VDI)
-    assert grouped >= exact - PLD_SCHEDULE_VDI
+    # against the ungrouped pessimistic PLD at a finer discretization (nearer the truth; the grouped
+    # path may itself refine a small epsilon below PLD_SCHEDULE_VDI): rounding noise down can only
+    # add privacy loss, so grouped stays above it up to the fine discretization's error
+    fine = pld_epsilon(event, 1e-5, value_discretization_interval=1e-3)
+    assert grouped >= fine - 2e-3
