@@ -366,3 +366,20 @@ def test_lint_noise_sum_vs_mean():
         lint_setup(noise_std=z * c, noise_on="mean", report=rep)
     with pytest.warns(SetupWarning, match="criterion reduces by 'sum'"):
         lint_setup(criterion=nn.CrossEntropyLoss(reduction="sum"), loss_reduction="mean")
+
+
+def test_dicesgd_optimizer_residual_clip_equals_reference():
+    """residual_clip=R (enforced as the gradient bound C1 + R) is the optimizer core's residual clip,
+    and is accounted by the certified flush-regime bound with the same R."""
+    ours, engine, opt = _run_opacus("dicesgd", 1.3, c2=0.3, residual_clip=0.5)
+    want = _run_ref(ref.DiceSGD, 1.3, c1=C1, c2=0.3, residual_clip=0.5)
+    assert _max_diff(ours, want) < 1e-6
+    assert opt.grad_bound == pytest.approx(C1 + 0.5)
+    cert = api.epsilon(noise_multiplier=1.3, delta=1e-5, algo="dicesgd", mode="certified", sample_rate=B / N,
+                       steps=len(BATCHES), dataset_size=N, batch_size=B, c1=C1, c2=0.3,
+                       residual_clip=0.5)  # fmt: skip
+    assert engine.get_epsilon(1e-5) == pytest.approx(cert.epsilon, rel=1e-12)
+    from accounting.errors import InvalidParameter
+
+    with pytest.raises(InvalidParameter, match="--residual-clip"):
+        _run_opacus("dicesgd", 1.3, c2=0.3, residual_clip=0.5, grad_bound=2.0)

@@ -486,6 +486,24 @@ class _PerSampleOptimizer(DPOptimizer):
         self.t = int(own["t"])
 
 
+def residual_clip_as_grad_bound(
+    c1: float, grad_bound: float | None, residual_clip: float | None
+) -> float | None:
+    """DiceSGD's residual clip R as the enforced gradient bound G = C1 + R.
+
+    With flat clipping, pre-clipping every per-sample gradient to C1 + R and then to C1 leaves the
+    error increment clip(g, C1 + R) - clip(g, C1), of norm <= R: exactly the residual clip of
+    ``dptheory.optim`` (issue 10), and the certified accountant's rho = G - C1 = R.
+    """
+    if residual_clip is None:
+        return grad_bound
+    if grad_bound is not None:
+        raise InvalidParameter("--residual-clip", "give either grad_bound or residual_clip, not both")
+    if not (isinstance(residual_clip, int | float) and math.isfinite(residual_clip) and residual_clip >= 0):
+        raise InvalidParameter("--residual-clip", f"must be a finite number >= 0 (got {residual_clip!r})")
+    return float(c1) + float(residual_clip)
+
+
 class DiceSGDOptimizer(_PerSampleOptimizer):
     """DiceSGD (DiceSGD paper, Alg. 2) on Opacus's per-sample gradients.
 
@@ -508,12 +526,21 @@ class DiceSGDOptimizer(_PerSampleOptimizer):
 
     algo = "dicesgd"
 
-    def __init__(self, optimizer, *, c2: float | None = None, grad_bound: float | None = None, **kw):
+    def __init__(
+        self,
+        optimizer,
+        *,
+        c2: float | None = None,
+        grad_bound: float | None = None,
+        residual_clip: float | None = None,
+        **kw,
+    ):
         super().__init__(optimizer, **kw)
         self.c1 = float(self.max_grad_norm)
         self.c2 = self.c1 if c2 is None else float(c2)
         if not (self.c1 > 0 and self.c2 > 0):
             raise InvalidParameter("--c2", "C1 (max_grad_norm) and C2 must be > 0")
+        grad_bound = residual_clip_as_grad_bound(self.c1, grad_bound, residual_clip)
         if grad_bound is not None and not grad_bound >= self.c1:
             raise InvalidParameter("--grad-bound", f"must be >= C1 = {self.c1:g} (got {grad_bound!r})")
         self.grad_bound = None if grad_bound is None else float(grad_bound)
@@ -892,6 +919,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
         loss_reduction: str = "mean",
         c2: float | None = None,
         grad_bound: float | None = None,
+        residual_clip: float | None = None,
         schedule: str = "constant",
         steps: int | None = None,
         projection_dim: int | None = None,
@@ -921,6 +949,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
         if dp_optimizer not in (None, "dpsgd"):
             self._dp_options = dict(sample_rate=q, dataset_size=n)
             if dp_optimizer == "dicesgd":
+                grad_bound = residual_clip_as_grad_bound(max_grad_norm, grad_bound, residual_clip)
                 self._dp_options.update(c2=c2, grad_bound=grad_bound)
             else:
                 zs = None
@@ -966,6 +995,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
         dp_optimizer: str | None = None,
         c2: float | str | None = None,
         grad_bound: float | None = None,
+        residual_clip: float | None = None,
         schedule: str | None = None,
         projection_dim: int | None = None,
         projection: str = "fresh",
@@ -1017,6 +1047,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
 
             opts: dict[str, Any] = dict(sample_rate=q, steps=t, dataset_size=n, batch_size=q * n)
             if algo == "dicesgd":
+                grad_bound = residual_clip_as_grad_bound(max_grad_norm, grad_bound, residual_clip)
                 opts.update(c1=max_grad_norm, c2=max_grad_norm if c2 is None else c2, grad_bound=grad_bound)
             else:
                 opts.update(c1=max_grad_norm)
