@@ -18,9 +18,7 @@ torch = pytest.importorskip("torch")
 from flwr.app import Context, Error, Message, RecordDict  # noqa: E402
 
 from dptheory.integrations.flower import apps  # noqa: E402
-from dptheory.integrations.flower.backend import client_privacy  # noqa: E402
-from dptheory.optim import FederatedClipping  # noqa: E402
-from dptheory.problems import get_problem  # noqa: E402
+from dptheory.integrations.flower.backend import client_privacy, reference_iterates  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -100,36 +98,12 @@ def _cfg(rule: str, **kw) -> dict:
     return cfg
 
 
-def _inprocess_iterates(cfg: dict) -> list[list[float]]:
-    prob = get_problem(cfg["problem"], **json.loads(cfg["problem-options"]))
-    opt = FederatedClipping(
-        prob.x0,
-        prob.loss_fn,
-        prob.client_data(),
-        rule=cfg["rule"],
-        lr=cfg["lr"],
-        tau=cfg["tau"],
-        beta=cfg["beta"],
-        beta_hat=cfg["beta-hat"],
-        noise_multiplier=cfg["noise-multiplier"],
-        steps=cfg["steps"],
-        sample_rate=cfg["sample-rate"],
-        seed=cfg["seed"],
-        device="cpu",
-    )
-    xs = [prob.flat(opt.params).tolist()]
-    for _ in range(cfg["steps"]):
-        opt.step()
-        xs.append(prob.flat(opt.params).tolist())
-    return xs
-
-
 @pytest.mark.parametrize("rule", ["clip", "clip21", "clip21-2m"])
 def test_apps_reproduce_the_inprocess_simulator(rule: str) -> None:
     """Same seeds: the ServerApp's iterates equal FederatedClipping's (observed: bit for bit)."""
     cfg = _cfg(rule)
     got = apps.server_loop(LoopbackGrid(cfg), cfg)
-    want = _inprocess_iterates(cfg)
+    want = reference_iterates(cfg)
     assert len(got["x"]) == len(want) == cfg["steps"] + 1
     err = max(abs(a - b) for xa, xb in zip(got["x"], want, strict=True) for a, b in zip(xa, xb, strict=True))
     assert err <= 1e-9

@@ -39,33 +39,6 @@ def _cfg(**kw) -> dict:
     return cfg
 
 
-def _inprocess(cfg: dict) -> list[list[float]]:
-    from dptheory.optim import FederatedClipping
-    from dptheory.problems import get_problem
-
-    prob = get_problem(cfg["problem"], **json.loads(cfg["problem-options"]))
-    opt = FederatedClipping(
-        prob.x0,
-        prob.loss_fn,
-        prob.client_data(),
-        rule=cfg["rule"],
-        lr=cfg["lr"],
-        tau=cfg["tau"],
-        beta=cfg["beta"],
-        beta_hat=cfg["beta-hat"],
-        noise_multiplier=cfg["noise-multiplier"],
-        steps=cfg["steps"],
-        sample_rate=cfg["sample-rate"],
-        seed=cfg["seed"],
-        device="cpu",
-    )
-    xs = [prob.flat(opt.params).tolist()]
-    for _ in range(cfg["steps"]):
-        opt.step()
-        xs.append(prob.flat(opt.params).tolist())
-    return xs
-
-
 def _max_diff(a, b) -> float:
     return max(abs(u - v) for xa, xb in zip(a, b, strict=True) for u, v in zip(xa, xb, strict=True))
 
@@ -86,9 +59,11 @@ def test_flower_run_equals_inprocess(runtime: str) -> None:
     pytest.importorskip("flwr")
     if runtime == "simulation":
         pytest.importorskip("ray")  # the [flower] extra; the [test] extra installs flwr without Ray
+    from dptheory.integrations.flower.backend import reference_iterates
+
     cfg = _cfg()
     out = _run(cfg, runtime)
-    assert _max_diff(out["x"], _inprocess(cfg)) <= 1e-9
+    assert _max_diff(out["x"], reference_iterates(cfg)) <= 1e-9
     assert out["sent"] == {"0": 3, "1": 3}
 
 

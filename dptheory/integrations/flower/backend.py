@@ -116,6 +116,35 @@ class _Replay:
         self.t += 1
 
 
+def reference_iterates(cfg: dict[str, Any]) -> list[list[float]]:
+    """The in-process simulator's iterates (x^0 .. x^T) for a Flower run config: what a Flower
+    run with the same config and seeds must reproduce (``dptheory.optim.FederatedClipping``)."""
+    from dptheory.optim import FederatedClipping
+    from dptheory.problems import get_problem
+
+    prob = get_problem(cfg["problem"], **json.loads(cfg["problem-options"]))
+    opt = FederatedClipping(
+        prob.x0,
+        prob.loss_fn,
+        prob.client_data(),
+        rule=cfg["rule"],
+        lr=cfg["lr"],
+        tau=cfg["tau"],
+        beta=cfg["beta"],
+        beta_hat=cfg["beta-hat"],
+        noise_multiplier=cfg["noise-multiplier"],
+        steps=cfg["steps"],
+        sample_rate=cfg["sample-rate"],
+        seed=cfg["seed"],
+        device="cpu",
+    )
+    xs = [prob.flat(opt.params).tolist()]
+    for _ in range(cfg["steps"]):
+        opt.step()
+        xs.append(prob.flat(opt.params).tolist())
+    return xs
+
+
 def client_privacy(sent: dict[str, int], n: int, z: float, tau: float, delta: float) -> list[ClientPrivacy]:
     """Certified local-DP epsilon of each client for the messages it sent (none sent: 0)."""
     from dptheory import api
