@@ -64,17 +64,25 @@ def record_steps(steps: int, every: int) -> list[int]:
     return out
 
 
-# ------------------------------------------------------------------ DPSGD, DiceSGD, D2P-SGD
-def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
-    """Why ``opt`` (a reference optimizer) cannot run batched, or None when it can."""
-    from dptheory.optim import D2P2SGD, DPSGD, DiceAdam, DiceSGD
-
+def _common_unsupported_reason(opt: Any, grads_fn: Callable | None, sampled: str) -> str | None:
+    """What every batched path needs: closed-form gradients, the CPU, and full batches."""
     if grads_fn is None:
         return "the problem has no closed-form per-sample gradient"
     if opt.device.type != "cpu":
         return "batched runs are CPU only"
     if opt.sample_rate < 1.0:
-        return "sampled minibatches (q < 1)"
+        return sampled
+    return None
+
+
+# ------------------------------------------------------------------ DPSGD, DiceSGD, D2P-SGD
+def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
+    """Why ``opt`` (a reference optimizer) cannot run batched, or None when it can."""
+    from dptheory.optim import D2P2SGD, DPSGD, DiceAdam, DiceSGD
+
+    reason = _common_unsupported_reason(opt, grads_fn, "sampled minibatches (q < 1)")
+    if reason:
+        return reason
     if len(opt.params) != 1:
         return "more than one parameter tensor"
     p = next(iter(opt.params.values()))
@@ -206,12 +214,9 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
 # ------------------------------------------------------------------ the clip family
 def clip_unsupported_reason(fed: Any, grads_fn: Callable | None) -> str | None:
     """Why a reference :class:`~dptheory.optim.FederatedClipping` cannot run batched, or None."""
-    if grads_fn is None:
-        return "the problem has no closed-form per-sample gradient"
-    if fed.device.type != "cpu":
-        return "batched runs are CPU only"
-    if fed.sample_rate < 1.0:
-        return "local minibatches (q < 1)"
+    reason = _common_unsupported_reason(fed, grads_fn, "local minibatches (q < 1)")
+    if reason:
+        return reason
     if any(c.m != 1 for c in fed.clients):
         return "a client holds more than one sample"
     p = fed.server.params
