@@ -9,26 +9,14 @@ import pytest
 from dptheory.cli.main import main
 
 ARGS = ["--dataset-size", "1000", "--batch-size", "10", "--steps", "100", "--c1", "1", "--c2", "1"]
+AUDIT = ["audit", "--algo", "dicesgd", "--noise-multiplier", "20", "--delta", "1e-5", "--samples", "200"]
+AUDIT += ARGS
 
 
 def test_json_has_both_readings(capsys) -> None:
     from accounting.algorithms.dicesgd import theorem37_epsilon
 
-    rc = main(
-        [
-            "audit",
-            "--algo",
-            "dicesgd",
-            "--noise-multiplier",
-            "20",
-            "--delta",
-            "1e-5",
-            "--samples",
-            "200",
-            "--json",
-            *ARGS,
-        ]
-    )
+    rc = main([*AUDIT, "--json"])
     out, err = capsys.readouterr()
     assert rc == 0, err
     d = json.loads(out)
@@ -45,20 +33,7 @@ def test_json_has_both_readings(capsys) -> None:
 
 
 def test_text_labels_both_readings(capsys) -> None:
-    rc = main(
-        [
-            "audit",
-            "--algo",
-            "dicesgd",
-            "--noise-multiplier",
-            "20",
-            "--delta",
-            "1e-5",
-            "--samples",
-            "200",
-            *ARGS,
-        ]
-    )
+    rc = main(AUDIT)
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "epsilon claimed, C^2 with C = B C2 (the proof's last step; headline)" in out
