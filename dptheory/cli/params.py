@@ -238,10 +238,16 @@ def fmt_up(x: float, digits: int = 10) -> str:
     noise just below the calibrated one, whose epsilon is then above the target)."""
     if not (isinstance(x, float) and math.isfinite(x)) or x <= 0:
         return f"{x:.{digits}g}"
-    text = f"{x:.{digits}g}"
-    if float(text) < x:
-        step = 10.0 ** (math.floor(math.log10(x)) - (digits - 1))
-        text = f"{float(text) + step:.{digits}g}"
+    # Decimal(x) is exact; rounding it toward +inf at ``digits`` significant digits gives d >= x,
+    # and parsing d back rounds to nearest, which is monotone, so float(text) >= x exactly.
+    # (Adding one unit in the last digit to a nearest-rounded float could round down again at
+    # 16+ digits, where the step is below the float spacing.)
+    from decimal import ROUND_CEILING, Context, Decimal
+
+    d = Context(prec=digits, rounding=ROUND_CEILING).plus(Decimal(x))
+    text = f"{float(d):.{digits}g}"  # the usual float layout; exact round trip for <= 15 digits
+    if float(text) < x:  # 16-17 digits: the decimal spacing is below the float spacing
+        text = str(d)
     return text
 
 
