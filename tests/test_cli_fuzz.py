@@ -15,16 +15,18 @@ overrides the number of commands.
 
 from __future__ import annotations
 
+import atexit
 import json
 import multiprocessing as mp
 import os
 import re
-import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from _fuzz_child import run_child
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,41 +45,13 @@ def _ctx():
     return _CTX
 
 
-def _child(argv: list[str], out_path: str, err_path: str) -> None:  # runs in the forked child
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-    out_fd = os.open(out_path, os.O_WRONLY | os.O_TRUNC)
-    err_fd = os.open(err_path, os.O_WRONLY | os.O_TRUNC)
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-    rc = 0
-    try:
-        from dptheory.cli.main import main
-
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - exactly what the contract forbids: record it
-        import traceback
-
-        traceback.print_exc()
-        rc = 99
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(int(rc) & 0xFF)
-
-
 def run_cli(argv: list[str], *, hang_s: float = HANG_S) -> tuple[int | None, str, str, float]:
     """(exit code or None on a hang, stdout, stderr, seconds)."""
     with tempfile.TemporaryDirectory() as d:
         out_p, err_p = os.path.join(d, "out"), os.path.join(d, "err")
         Path(out_p).touch()
         Path(err_p).touch()
-        proc = _ctx().Process(target=_child, args=(argv, out_p, err_p))
+        proc = _ctx().Process(target=run_child, args=(argv, out_p, err_p, MEMORY_LIMIT))
         t0 = time.monotonic()
         proc.start()
         proc.join(hang_s)
@@ -148,6 +122,8 @@ def num() -> st.SearchStrategy[str]:
 
 def _files() -> dict[str, str]:
     d = Path(tempfile.mkdtemp(prefix="dptheory-fuzz-"))
+    # Built at import (hypothesis strategies sample these paths), so removed at interpreter exit.
+    atexit.register(shutil.rmtree, d, True)
     (d / "good.txt").write_text("1.0\n0.8\n# comment\n0.5\n")
     (d / "bom.txt").write_bytes(b"\xef\xbb\xbf1.0\n2.0\n")
     (d / "empty.txt").write_text("")

@@ -148,6 +148,9 @@ def _step_pmf(q: float, z: float, h: float, direction: str) -> LossPmf:
     return LossPmf(-(k_hi + 1), pmf, h).trimmed()
 
 
+#: Smallest noise multiplier the lower bound evaluates (smaller ones are raised to it, soundly).
+_Z_FLOOR = 1e-4
+
 #: Most cells of one step's loss PMF (the grid h is coarsened to respect it; still a lower bound).
 _MAX_STEP_CELLS = 200_000
 
@@ -192,8 +195,12 @@ def subsampled_gaussian_epsilon_lower(
     computed; the instance's epsilon is at least the larger.
     Result = sup{eps : delta_lower(eps) > delta} (rounded down by bisection).
     ``h`` is the loss grid (default ``1e-4 max(1, 1/min z)``).
+    Multipliers below ``_Z_FLOOR`` (1e-4) are raised to it: the result stays a lower bound (extra
+    noise is post-processing), and at z = 1e-4 the instance's epsilon is already ~1e8 or more.
     """
-    z = np.atleast_1d(np.asarray(noise_multipliers, dtype=float))
+    # More noise is post-processing (add independent N(0, z'^2 - z^2)), so a lower bound for the
+    # instance with z raised to _Z_FLOOR is one for z too; below it z^2 underflows the loss range.
+    z = np.maximum(np.atleast_1d(np.asarray(noise_multipliers, dtype=float)), _Z_FLOOR)
     q = np.broadcast_to(np.asarray(sample_rates, dtype=float), z.shape)
     if h is None:
         # the per-step loss range grows like 1/z^2; a coarser grid keeps the arrays small where

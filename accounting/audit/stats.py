@@ -63,6 +63,9 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
     """
     if mu <= 0 or gaussian_delta(0.0, mu) <= delta:
         return 0.0
+    # A smaller mu is the same mechanism with more noise (post-processing), so capping it keeps a
+    # lower bound; beyond 1e100 the bracket mu^2/2 would overflow (the value is ~mu^2/2 anyway).
+    mu = min(float(mu), 1e100)
     hi = max(1.0, mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1)
     while gaussian_delta(hi, mu) > delta:
         hi *= 2.0
