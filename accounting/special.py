@@ -56,11 +56,12 @@ _TINY = 2.0**-56
 
 def _stirling(x: np.ndarray) -> np.ndarray:
     """lgamma for finite ``x >= 13`` (see the module docstring)."""
-    z = 1.0 / (x * x)
+    rx = 1.0 / x
+    z = rx * rx
     s = _STIRLING[-1]
     for c in _STIRLING[-2::-1]:
         s = c + z * s
-    return (x - 0.5) * np.log(x) - x + _HALF_LOG_2PI + s / x
+    return (x - 0.5) * np.log(x) - x + _HALF_LOG_2PI + s * rx
 
 
 def _small(v: float) -> float:
@@ -80,26 +81,27 @@ def gammaln(x: np.ndarray | float) -> np.ndarray:
     """
     x = np.asarray(x, dtype=float)
     with np.errstate(all="ignore"):
-        return _gammaln(x)
+        return _gammaln(x.reshape(-1)).reshape(x.shape)
 
 
 def _gammaln(x: np.ndarray) -> np.ndarray:
-    out = np.empty(x.shape)
-    big = x >= _STIRLING_FROM
-    small = np.abs(x) < _STIRLING_FROM
-    neg = x <= -_STIRLING_FROM
-    if big.any():
-        xb = x[big]
-        out[big] = np.where(np.isinf(xb), np.inf, _stirling(np.where(np.isinf(xb), 1e300, xb)))
-    if small.any():
-        out[small] = [_small(v) for v in x[small].tolist()]
-    if neg.any():
-        xn = x[neg]
+    # One Stirling pass over the whole array (reflected arguments included), then the few
+    # |x| < 13 entries one by one: the RDP tables call this on thousands of arguments.
+    refl = x <= -_STIRLING_FROM
+    any_refl = bool(refl.any())
+    y = np.where(refl, 1.0 - x, x) if any_refl else x
+    out = _stirling(np.maximum(y, _STIRLING_FROM))  # +-inf and nan are set below
+    if any_refl:
+        xn = x[refl]
         r = np.abs(xn - np.round(xn))  # exact; 0 at the poles (every |x| >= 2^52 is one)
-        refl = _LOG_PI - np.log(np.sin(math.pi * r)) - _gammaln(1.0 - xn)
-        out[neg] = np.where(r == 0.0, np.inf, refl)
-        out[neg & np.isneginf(x)] = -np.inf
-    out[np.isnan(x)] = np.nan
+        out[refl] = np.where(r == 0.0, np.inf, _LOG_PI - np.log(np.sin(math.pi * r)) - out[refl])
+    small = np.flatnonzero(np.abs(x) < _STIRLING_FROM)
+    if small.size:
+        out[small] = [_small(v) for v in x[small].tolist()]
+    if not np.isfinite(x).all():
+        out[np.isposinf(x)] = np.inf
+        out[np.isneginf(x)] = -np.inf
+        out[np.isnan(x)] = np.nan
     return out
 
 
@@ -109,11 +111,14 @@ def gammasgn(x: np.ndarray | float) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     with np.errstate(invalid="ignore"):
         fl = np.floor(x)
-        odd = np.where(np.isfinite(fl), np.mod(fl, 2.0) == 1.0, False)
-        sgn = np.where(x > 0, 1.0, np.where(odd, -1.0, 1.0))
-        sgn = np.where(x == 0.0, np.copysign(1.0, x), sgn)
-        pole = ((x < 0) & (x == fl)) | np.isnan(x)
-    return np.where(pole, np.nan, sgn)
+        half = 0.5 * fl
+        sgn = np.where((x < 0.0) & (np.floor(half) != half), -1.0, 1.0)  # floor(x) odd
+        special = ((x <= 0.0) & (x == fl)) | np.isnan(x)  # zeros, poles, -inf, nan
+        if special.any():
+            sgn = np.where(special, np.nan, sgn)
+            zero = x == 0.0
+            sgn = np.where(zero, np.copysign(1.0, x), sgn)
+    return sgn
 
 
 #: Arrays longer than this go to scipy's ``log_ndtr`` (a per-element Python loop costs ~0.2 us).
@@ -122,13 +127,6 @@ _SQRT1_2 = math.sqrt(0.5)
 _NDTR_SERIES_BELOW = -20.0
 #: (-1)^n (2n-1)!! for n = 0..20, the Mills-ratio series' numerators.
 _MILLS = np.array([(-1.0) ** n * math.prod(range(1, 2 * n, 2)) for n in range(21)])
-
-
-def _log_ndtr_one(v: float) -> float:
-    t = v * _SQRT1_2
-    if v >= -1.0:
-        return math.log1p(-0.5 * math.erfc(t))
-    return math.log(0.5 * math.erfc(-t))
 
 
 def log_ndtr(x: np.ndarray | float) -> np.ndarray:
@@ -140,9 +138,13 @@ def log_ndtr(x: np.ndarray | float) -> np.ndarray:
         return np.asarray(special.log_ndtr(x), dtype=float)
     out = np.empty(x.shape)
     series = x < _NDTR_SERIES_BELOW
-    direct = ~series
-    if direct.any():
-        out[direct] = [_log_ndtr_one(v) for v in x[direct].tolist()]
+    upper = x >= -1.0
+    lower = ~series & ~upper  # also nan
+    erfc, log, log1p, c = math.erfc, math.log, math.log1p, _SQRT1_2
+    if upper.any():  # log Phi = log1p(-Q), Q = erfc(t)/2 <= 0.85
+        out[upper] = [log1p(-0.5 * erfc(v * c)) for v in x[upper].tolist()]
+    if lower.any():  # Phi <= 0.16: no cancellation in the log
+        out[lower] = [log(0.5 * erfc(-v * c)) for v in x[lower].tolist()]
     if series.any():
         xs = x[series]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
