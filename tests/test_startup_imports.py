@@ -15,9 +15,22 @@ import sys
 
 import pytest
 
+from accounting.algorithms import ALGORITHMS, get_algorithm
+from accounting.algorithms.registry import ALGO_NAMES
+from accounting.errors import InvalidParameter
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-#: Modules the static calibration path must not import.
-FORBIDDEN = ("scipy", "numpy.testing", "numpy.f2py", "charset_normalizer", "requests")
+#: Modules the static DP-SGD path must not import (the other algorithms load on demand).
+FORBIDDEN = (
+    "scipy",
+    "numpy.testing",
+    "numpy.f2py",
+    "charset_normalizer",
+    "requests",
+    "accounting.algorithms.dicesgd",
+    "accounting.algorithms.d2p2",
+    "accounting.algorithms.clip21",
+)
 
 
 def _loaded_after(statement: str) -> list[str]:
@@ -43,3 +56,16 @@ def _loaded_after(statement: str) -> list[str]:
 )
 def test_static_path_does_not_import_scipy(statement: str) -> None:
     assert _loaded_after(statement) == []
+
+
+def test_lazy_registry_is_the_full_mapping() -> None:
+    assert list(ALGORITHMS) == list(ALGO_NAMES) and len(ALGORITHMS) == len(ALGO_NAMES)
+    for name in ALGO_NAMES:
+        algo = get_algorithm(name)
+        assert algo.name == name
+        assert ALGORITHMS[name] is algo  # one instance per name
+    assert dict(ALGORITHMS).keys() == set(ALGO_NAMES)
+    for bad in ("DPSGD", "", None, ["dpsgd"]):
+        with pytest.raises(InvalidParameter, match="--algo"):
+            get_algorithm(bad)  # type: ignore[arg-type]
+    assert "nope" not in ALGORITHMS
