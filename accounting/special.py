@@ -129,6 +129,11 @@ _NDTR_SERIES_BELOW = -20.0
 _MILLS = np.array([(-1.0) ** n * math.prod(range(1, 2 * n, 2)) for n in range(21)])
 
 
+def _erfc(t: np.ndarray) -> np.ndarray:
+    """``math.erfc`` elementwise on a 1-d array (numpy has no erfc)."""
+    return np.fromiter(map(math.erfc, t.tolist()), dtype=float, count=t.size)
+
+
 def log_ndtr(x: np.ndarray | float) -> np.ndarray:
     """``log Phi(x)``, Phi the standard normal CDF, elementwise (``-inf`` at ``-inf``)."""
     x = np.asarray(x, dtype=float)
@@ -140,11 +145,10 @@ def log_ndtr(x: np.ndarray | float) -> np.ndarray:
     series = x < _NDTR_SERIES_BELOW
     upper = x >= -1.0
     lower = ~series & ~upper  # also nan
-    erfc, log, log1p, c = math.erfc, math.log, math.log1p, _SQRT1_2
     if upper.any():  # log Phi = log1p(-Q), Q = erfc(t)/2 <= 0.85
-        out[upper] = [log1p(-0.5 * erfc(v * c)) for v in x[upper].tolist()]
+        out[upper] = np.log1p(-0.5 * _erfc(x[upper] * _SQRT1_2))
     if lower.any():  # Phi <= 0.16: no cancellation in the log
-        out[lower] = [log(0.5 * erfc(-v * c)) for v in x[lower].tolist()]
+        out[lower] = np.log(0.5 * _erfc(-x[lower] * _SQRT1_2))
     if series.any():
         xs = x[series]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_startup.py              # best of 5 interleaved runs each
     python benchmarks/bench_startup.py --repeats 9
+    python benchmarks/bench_startup.py --baseline /work/main   # also another checkout, side by side
 
 Both commands run side by side in this one process, alternating, so that load on a shared
 machine hits both alike.  The time is the child's CPU (user + sys, from
@@ -32,22 +33,25 @@ def calibrate_command() -> list[str]:
     return [sys.executable, "-m", "dptheory.cli.main", *CALIBRATE_ARGS]
 
 
-def child_cpu(cmd: list[str]) -> float:
-    """CPU seconds (user + sys) of one run of ``cmd`` with this checkout first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def child_cpu(cmd: list[str], root: Path = ROOT) -> float:
+    """CPU seconds (user + sys) of one run of ``cmd`` with checkout ``root`` first on the path."""
+    env = dict(os.environ, PYTHONPATH=str(root))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(repeats: int = 5) -> tuple[float, float]:
-    """Best CPU seconds of (the calibration, ``python -c pass``) over ``repeats`` alternations."""
-    cal, bare = [], []
+def measure(repeats: int = 5, baseline: Path | None = None) -> tuple[float, ...]:
+    """Best CPU seconds of (the calibration, ``python -c pass``[, the calibration with the
+    ``baseline`` checkout]) over ``repeats`` alternations."""
+    cal, bare, base = [], [], []
     for _ in range(max(1, repeats)):
         cal.append(child_cpu(calibrate_command()))
         bare.append(child_cpu([sys.executable, "-c", "pass"]))
-    return min(cal), min(bare)
+        if baseline is not None:
+            base.append(child_cpu(calibrate_command(), baseline))
+    return (min(cal), min(bare), *([min(base)] if base else []))
 
 
 def startup_row(repeats: int = 5) -> dict:
@@ -66,11 +70,14 @@ def startup_row(repeats: int = 5) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5, help="alternating runs of each; best kept")
+    ap.add_argument("--baseline", type=Path, help="another checkout to time alongside (e.g. main)")
     args = ap.parse_args(argv)
-    cal, bare = measure(args.repeats)
+    cal, bare, *base = measure(args.repeats, args.baseline)
     print(f"{' '.join(['dptheory', *CALIBRATE_ARGS])}: {cal:.3f} s CPU (target < {TARGET_S} s)")
     print(f"python -c pass: {bare:.3f} s CPU")
     print(f"ratio: {cal / max(bare, 1e-9):.2f}x; difference {cal - bare:.3f} s")
+    if base:
+        print(f"same command with {args.baseline}: {base[0]:.3f} s CPU")
     return 0
 
 
