@@ -22,6 +22,12 @@ from accounting.orders import DEFAULT_ORDERS
 RNG = np.random.default_rng(20261123)
 
 
+@pytest.fixture(autouse=True)
+def _own_log_ndtr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """scipy is loaded here, so log_ndtr would defer to it: test our own loop instead."""
+    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
+
+
 def _ulps(err: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """|err| in units of the spacing of ``max(1, |ref|)``: absolute near lgamma's zeros at 1, 2."""
     return np.abs(err) / np.spacing(np.maximum(1.0, np.abs(ref)))
@@ -121,6 +127,12 @@ def test_log_ndtr_large_arrays_agree_with_the_loop() -> None:
     loop = np.concatenate([special.log_ndtr(c) for c in np.array_split(x, 4)])
     big = special.log_ndtr(x)  # scipy's vectorised branch
     assert (np.abs(loop - big) / np.abs(big)).max() <= 3e-14
+
+
+def test_log_ndtr_defers_to_a_loaded_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = RNG.uniform(-45.0, 10.0, 100)
+    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", True)
+    np.testing.assert_array_equal(special.log_ndtr(x), sp.log_ndtr(x))
 
 
 def test_log_ndtr_edges() -> None:
