@@ -105,9 +105,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
 
-from accounting import validate
+from accounting import special, validate
 from accounting.errors import InvalidParameter
 
 __all__ = [

@@ -283,6 +283,13 @@ def accountant_rows(steps: int) -> list[dict]:
     return [per, row(f"RdpAccountant restore of {steps} distinct steps (eps)", rest, note="target <= 0.5 s")]
 
 
+def startup_rows(repeats: int) -> list[dict]:
+    """``dptheory calibrate`` as a whole process against ``python -c pass`` (bench_startup.py)."""
+    import bench_startup  # type: ignore[import-not-found]
+
+    return [bench_startup.startup_row(max(3, repeats))]
+
+
 def optim_rows(quick: bool) -> list[dict]:
     """Toy-run rows from ``bench_optim.toy_rows``: ``(name, ours_s, anchor_s, ratio, note)`` tuples,
     measured side by side there (anchor: the reference engine, or Opacus where the note says so)."""
@@ -338,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     quick, rep = args.quick, max(1, args.repeats)
     steps_kinds: list[tuple[str, Callable[[], Any]]] = [
+        ("start-up", lambda: startup_rows(rep)),
         ("static calibration", lambda: static_calibration(rep)),
         ("inv-k schedule", lambda: [inv_k_schedule(rep, 200 if quick else 1000)]),
         ("long schedule", lambda: [million_steps(1, 100_000 if quick else 1_000_000)]),
