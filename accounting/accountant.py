@@ -218,7 +218,13 @@ class RdpAccountant:
 
     # ----------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Plain JSON-compatible dict (no numpy types, no NaN/inf literals) for checkpoints."""
+        """Plain JSON-compatible dict (no numpy types, no NaN/inf literals) for checkpoints.
+
+        The steps' curve is first brought to the rule's value (exact tails folded into the grid
+        bound, :meth:`StepGroups.consolidate`), which is what a restore recomputes; epsilon may
+        move by a fraction of the grid's excess, either way, never below the history's."""
+        if self._steps.consolidate():
+            self._eps_cache.clear()
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,

@@ -210,7 +210,8 @@ class RdpCurve:
         object.__setattr__(self, "rdp", rdp)
         object.__setattr__(self, "dropped", dropped)
         bounded = _merge_bounded(tuple(self.bounded))
-        unknown = [o for o, _ in bounded if o not in set(orders.tolist())]
+        known = set(orders.tolist())  # once, not per entry: long schedules bound every order
+        unknown = [o for o, _ in bounded if o not in known]
         if unknown:
             raise ValueError(f"bounded lists orders not in the curve: {unknown[:3]}")
         object.__setattr__(self, "bounded", bounded)

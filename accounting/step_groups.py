@@ -23,6 +23,11 @@ tightness, and the curve records it in ``RdpCurve.bounded``.
 Exact groups are kept as a running sum (new steps are evaluated in one vectorised call when a
 result is asked for); a grid group is re-bounded as a whole from the grid, whose values are
 cached in :mod:`accounting.rdp` across calls, so each flush costs only its new grid points.
+A flush of only a few new steps of a grid group (a trainer asking for epsilon every step)
+adds them exactly to the group's last bound instead (an exact *tail*: the bound of the earlier
+steps plus the exact RDP of the later ones bounds their composition); the tail is folded into
+a new bound of the whole group when it grows, and by :meth:`StepGroups.consolidate`, which
+the accountant calls before writing a checkpoint so that the stored total is the rule's value.
 """
 
 from __future__ import annotations
@@ -49,6 +54,11 @@ GRID_MIN_ROWS = 256
 #: on the 2000-step inv-k benchmark history.
 GRID_RATIO = 1.02
 GRID_TOL = math.inf
+#: A grid group takes at most this many new distinct steps per flush exactly (added to the
+#: grid bound of the earlier steps) ...
+TAIL_MAX_NEW = 4
+#: ... until the exact tail has ``max(TAIL_MIN_ROWS, n // 16)`` rows; then it is re-bounded.
+TAIL_MIN_ROWS = 16
 
 
 def as_steps(event: Any) -> tuple[float, float, int] | None:
@@ -93,6 +103,14 @@ def _curve(q: float, sig: dict[float, int], orders: np.ndarray, grid: bool) -> R
     return subsampled_gaussian_rdp(np.full(s.size, q), s, orders, counts=c, evaluation="exact")
 
 
+def _tail_fits(tail: tuple[RdpCurve, int] | None, new: dict[float, int], n: int) -> bool:
+    """Whether ``new`` steps go to the exact tail of a grid group of ``n`` noise values: only a
+    few at a time (a batch is cheaper on the grid), and the tail stays a small part of the group
+    (its exact rows cost as much as the grid points they would share)."""
+    rows = len(new) + (0 if tail is None else tail[1])
+    return len(new) <= TAIL_MAX_NEW and rows <= max(TAIL_MIN_ROWS, n // 16)
+
+
 class StepGroups:
     """Distinct steps per sample rate, with each rate's curve under the rule above."""
 
@@ -103,6 +121,10 @@ class StepGroups:
         self._pending: dict[float, dict[float, int]] = {}  # not yet in the curves
         self._curves: dict[float, RdpCurve] = {}
         self._grid: dict[float, bool] = {}  # whether the q's curve is the grid bound
+        # grid groups only: (exact curve, distinct rows) of the steps added since the group was
+        # last bounded as a whole; bound + tail >= the history's RDP (two sound bounds of two
+        # parts of the composition)
+        self._tails: dict[float, tuple[RdpCurve, int]] = {}
 
     def add(self, q: float, sigma: float, count: int) -> None:
         """Record ``count`` steps; they are evaluated at the next :meth:`curve`."""
@@ -118,7 +140,16 @@ class StepGroups:
         for q, new in self._pending.items():
             sig = self._counts[q]
             grid = uses_grid(q, np.fromiter(sig.keys(), dtype=float, count=len(sig)), self.evaluation)
-            if grid:
+            tail = self._tails.pop(q, None)
+            if grid and self._grid.get(q, False) and _tail_fits(tail, new, len(sig)):
+                # a few new steps (a trainer asking for epsilon every step): added exactly to
+                # the bound of the steps before them, instead of re-bounding the whole group
+                extra = _curve(q, new, self.orders, False)
+                if tail is None:
+                    self._tails[q] = (extra, len(new))
+                else:
+                    self._tails[q] = (tail[0] + extra, tail[1] + len(new))
+            elif grid:
                 self._curves[q] = _curve(q, sig, self.orders, True)
             elif self._grid.get(q, False) or q not in self._curves:
                 # first steps of this rate, or a group leaving the grid (its exact running sum
@@ -131,7 +162,19 @@ class StepGroups:
         total = RdpCurve.zeros(self.orders)
         for q in sorted(self._curves):
             total = total + self._curves[q]
+            if q in self._tails:
+                total = total + self._tails[q][0]
         return total
+
+    def consolidate(self) -> bool:
+        """Re-bound every grid group with a tail as a whole, so that the curve is the rule's
+        value (what a restore recomputes); True if anything changed."""
+        self.curve()
+        changed = bool(self._tails)
+        for q in list(self._tails):
+            self._curves[q] = _curve(q, self._counts[q], self.orders, True)
+        self._tails = {}
+        return changed
 
     def exact_curve(self) -> RdpCurve:
         """All recorded steps evaluated exactly (the slow reference; used to verify a stored

@@ -182,3 +182,26 @@ def test_evaluation_is_validated() -> None:
     sd = RdpAccountant().state_dict()
     with pytest.raises(ValueError, match="evaluation"):
         RdpAccountant.from_state_dict(dict(sd, evaluation="fast"))
+
+
+def test_epsilon_every_step_uses_an_exact_tail_then_consolidates() -> None:
+    """A trainer asking for epsilon after every step of a grid group: the new steps go to an
+    exact tail (no re-bounding per step), still never below the exact history; a checkpoint
+    folds the tail into the grid bound, and the restore reproduces it."""
+    acc, steps = _grid_accountant()
+    with_tail = 0
+    for z in decaying(40, z0=2.6):
+        acc.step(noise_multiplier=float(z), sample_rate=0.01)
+        steps[(0.01, float(z))] = steps.get((0.01, float(z)), 0) + 1
+        acc.get_epsilon(1e-5)
+        with_tail += bool(acc._steps._tails)
+        assert_not_below(acc, exact_reference(steps, RdpCurve.zeros(ORDERS)))
+    # the path under test: most flushes go to the tail, which is re-bounded when it grows
+    assert 20 <= with_tail < 40
+    sd = acc.state_dict()
+    assert not acc._steps._tails
+    ref = exact_reference(steps, RdpCurve.zeros(ORDERS))
+    assert_not_below(acc, ref)
+    back = RdpAccountant.from_state_dict(sd)
+    assert back.get_epsilon(1e-5) == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert back._carry is None or np.all(back._carry <= 1e-12 * back.rdp_curve().rdp)
