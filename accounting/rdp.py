@@ -197,8 +197,8 @@ class RdpCurve:
         # Anything not finite must be explained; anything explained must be unusable.
         extra = [
             (float(o), "RDP value is not finite (overflow)")
-            for o, r in zip(orders, rdp, strict=True)
-            if not np.isfinite(r) and float(o) not in dropped_set
+            for o in orders[~np.isfinite(rdp)]  # vectorised: curves are built once per step
+            if float(o) not in dropped_set
         ]
         if extra:
             dropped = _merge_dropped(dropped, tuple(extra))

@@ -26,8 +26,10 @@ cached in :mod:`accounting.rdp` across calls, so each flush costs only its new g
 A flush of only a few new steps of a grid group (a trainer asking for epsilon every step)
 adds them exactly to the group's last bound instead (an exact *tail*: the bound of the earlier
 steps plus the exact RDP of the later ones bounds their composition); the tail is folded into
-a new bound of the whole group when it grows, and by :meth:`StepGroups.consolidate`, which
-the accountant calls before writing a checkpoint so that the stored total is the rule's value.
+a new bound of the whole group by the next larger flush, and by
+:meth:`StepGroups.consolidate`, which the accountant calls before writing a checkpoint so that
+the stored total is the rule's value (epsilon then moves to the rule's value, by at most the
+grid's excess).
 """
 
 from __future__ import annotations
@@ -55,10 +57,8 @@ GRID_MIN_ROWS = 256
 GRID_RATIO = 1.02
 GRID_TOL = math.inf
 #: A grid group takes at most this many new distinct steps per flush exactly (added to the
-#: grid bound of the earlier steps) ...
+#: grid bound of the earlier steps); a larger batch re-bounds the whole group.
 TAIL_MAX_NEW = 4
-#: ... until the exact tail has ``max(TAIL_MIN_ROWS, n // 16)`` rows; then it is re-bounded.
-TAIL_MIN_ROWS = 16
 
 
 def as_steps(event: Any) -> tuple[float, float, int] | None:
@@ -103,12 +103,25 @@ def _curve(q: float, sig: dict[float, int], orders: np.ndarray, grid: bool) -> R
     return subsampled_gaussian_rdp(np.full(s.size, q), s, orders, counts=c, evaluation="exact")
 
 
-def _tail_fits(tail: tuple[RdpCurve, int] | None, new: dict[float, int], n: int) -> bool:
-    """Whether ``new`` steps go to the exact tail of a grid group of ``n`` noise values: only a
-    few at a time (a batch is cheaper on the grid), and the tail stays a small part of the group
-    (its exact rows cost as much as the grid points they would share)."""
-    rows = len(new) + (0 if tail is None else tail[1])
-    return len(new) <= TAIL_MAX_NEW and rows <= max(TAIL_MIN_ROWS, n // 16)
+def _tail_fits(new: dict[float, int]) -> bool:
+    """Whether ``new`` steps go to the exact tail of a grid group: only a few at a time (a batch
+    is cheaper on the grid: it shares grid points).  The tail is not limited in size: one exact
+    row per new step costs what re-bounding would (the group's new extreme noise value is a grid
+    point), and is tighter."""
+    return len(new) <= TAIL_MAX_NEW
+
+
+def _sum(orders: np.ndarray, parts: list[RdpCurve]) -> RdpCurve:
+    """``parts[0] + parts[1] + ...`` built as one curve (each ``+`` re-validates a curve)."""
+    if len(parts) == 1:
+        return parts[0]
+    total = np.zeros(orders.size)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for c in parts:
+            total = total + c.rdp
+    dropped = tuple(d for c in parts for d in c.dropped)
+    bounded = tuple(b for c in parts for b in c.bounded)
+    return RdpCurve(orders, total, dropped, bounded)
 
 
 class StepGroups:
@@ -141,7 +154,7 @@ class StepGroups:
             sig = self._counts[q]
             grid = uses_grid(q, np.fromiter(sig.keys(), dtype=float, count=len(sig)), self.evaluation)
             tail = self._tails.pop(q, None)
-            if grid and self._grid.get(q, False) and _tail_fits(tail, new, len(sig)):
+            if grid and self._grid.get(q, False) and _tail_fits(new):
                 # a few new steps (a trainer asking for epsilon every step): added exactly to
                 # the bound of the steps before them, instead of re-bounding the whole group
                 extra = _curve(q, new, self.orders, False)
@@ -159,12 +172,9 @@ class StepGroups:
                 self._curves[q] = self._curves[q] + _curve(q, new, self.orders, False)
             self._grid[q] = grid
         self._pending = {}
-        total = RdpCurve.zeros(self.orders)
-        for q in sorted(self._curves):
-            total = total + self._curves[q]
-            if q in self._tails:
-                total = total + self._tails[q][0]
-        return total
+        parts = [self._curves[q] for q in sorted(self._curves)]
+        parts += [self._tails[q][0] for q in sorted(self._tails)]
+        return _sum(self.orders, parts)
 
     def consolidate(self) -> bool:
         """Re-bound every grid group with a tail as a whole, so that the curve is the rule's
