@@ -13,17 +13,26 @@ Design:
 * The history is a list of immutable events (:mod:`accounting.events`). Consecutive
   identical ``step`` calls are merged into one :class:`SelfComposedEvent`, so a static run of
   T steps is one history entry, not T.
-* ``step`` only records ``(q, sigma) -> count``; the pending steps are evaluated together, in
-  one vectorised call over all distinct steps, when a result is asked for (2000 distinct
-  steps: ~0.8 ms each amortised, against ~22 ms one by one).  The composed curve is kept as a
-  running total, and the (epsilon, delta) conversion is memoised per (delta, method).
-* ``state_dict()`` stores both the history and the running total, so a restored accountant
-  reproduces ``get_epsilon`` bit for bit; ``load_state_dict`` re-derives the total from the
-  history (its steps in one vectorised call: ~1.6 s for 2000 distinct steps) and refuses a
-  checkpoint whose stored total disagrees (corrupt or edited state).
+* ``step`` only records ``(q, sigma) -> count`` (:class:`accounting.step_groups.StepGroups`);
+  the steps are evaluated lazily, in one vectorised call per sample rate, when a result is
+  asked for.  Under the default ``evaluation="auto"`` a sample rate with many distinct noise
+  values (a decaying schedule) is bounded from the sigma grid -- a certified upper bound,
+  listed in ``rdp_curve().bounded`` -- and short histories stay exact (see
+  :mod:`accounting.step_groups` for the rule and why it is sound).  ``evaluation="exact"``
+  evaluates every distinct step.  Other events are added as they are composed, and the
+  (epsilon, delta) conversion is memoised per (delta, method).
+* ``state_dict()`` stores the history, the total and the rule.  ``load_state_dict`` recomputes
+  the rule's curve ``R`` from the history (a certified upper bound on the history's RDP) and
+  keeps the stored total ``S`` where ``S >= R`` (it is then an upper bound too, and the
+  restored accountant reproduces ``get_epsilon``).  Where ``S < R`` by more than rounding
+  (1e-9 relative) ``S`` is only accepted after an exact recomputation shows ``S`` is not below
+  the history (a checkpoint written with a tighter rule, e.g. version 1, which was exact);
+  otherwise the checkpoint is refused as corrupt or edited.  The restored total is
+  ``max(S, R)`` order by order: never below a certified bound of the history.
 * ``compose`` accepts any object with ``rdp(orders) -> RdpCurve`` (e.g. a DiceSGD hidden-state
   step) and a bare :class:`RdpCurve`; objects that are not this package's events are stored
   as their RDP curve on the accountant's grid, which is what keeps the state serialisable.
+  Subsampled Gaussian events (alone or self-composed) join the steps.
 """
 
 from __future__ import annotations
@@ -50,11 +59,17 @@ from accounting.events import (
 )
 from accounting.orders import DEFAULT_ORDERS
 from accounting.rdp import RdpCurve
+from accounting.step_groups import EVALUATIONS, StepGroups, as_steps
 
 __all__ = ["RdpAccountant", "STATE_FORMAT", "STATE_VERSION"]
 
 STATE_FORMAT = "dptheory.accounting.RdpAccountant"
-STATE_VERSION = 1
+#: 2 adds ``"evaluation"`` (the rule of :mod:`accounting.step_groups`); version 1 states (exact
+#: totals, no rule) are still read.
+STATE_VERSION = 2
+_READ_VERSIONS = (1, 2)
+#: A stored total this far below the recomputed bound (relative) is rounding, not tampering.
+_RTOL = 1e-9
 
 _OWN_EVENTS = (
     GaussianEvent,
@@ -71,36 +86,51 @@ class RdpAccountant:
 
     ``orders`` is the RDP order grid (default :data:`accounting.orders.DEFAULT_ORDERS`, a
     superset of dp-accounting's); every composed mechanism is evaluated on it.
+    ``evaluation`` is ``"auto"`` (default: long decaying schedules are bounded from the sigma
+    grid, a certified upper bound a few tenths of a percent above exact) or ``"exact"`` (every
+    distinct step evaluated exactly, about 1 ms each); see :mod:`accounting.step_groups`.
     """
 
-    def __init__(self, orders: Sequence[float] | np.ndarray | None = None) -> None:
+    def __init__(
+        self, orders: Sequence[float] | np.ndarray | None = None, *, evaluation: str = "auto"
+    ) -> None:
         o = np.array(DEFAULT_ORDERS if orders is None else orders, dtype=float)
         if o.ndim != 1 or o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1):
             raise InvalidParameter("--orders", "must be a non-empty list of finite orders > 1")
+        if evaluation not in EVALUATIONS:
+            raise InvalidParameter(
+                "evaluation", f"must be one of {', '.join(EVALUATIONS)} (got {evaluation!r})"
+            )
         o.setflags(write=False)
         self._orders = o
+        self._evaluation = evaluation
         self.reset()
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
         """Forget everything composed so far."""
         self._history: list[Any] = []
-        self._total_flushed = RdpCurve.zeros(self._orders)
-        # steps recorded but not yet evaluated: (sample_rate, noise_multiplier) -> count.  They
-        # are evaluated together, in one vectorised call, when a result is asked for.
-        self._pending: dict[tuple[float, float], int] = {}
+        self._steps = StepGroups(self._orders, self._evaluation)
+        self._other = RdpCurve.zeros(self._orders)  # every composed event that is not a step
+        # what a restored checkpoint stored above the recomputed bound (kept: it only raises eps)
+        self._carry: np.ndarray | None = None
         self._eps_cache: dict[tuple[float, str], EpsilonResult] = {}
 
     @property
     def _total(self) -> RdpCurve:
-        if self._pending:
-            self._total_flushed = self._total_flushed + _steps_curve(self._pending, self._orders)
-            self._pending = {}
-        return self._total_flushed
+        total = self._other + self._steps.curve() if self._steps else self._other
+        if self._carry is not None:
+            total = RdpCurve(total.orders, total.rdp + self._carry, total.dropped, total.bounded)
+        return total
 
     @property
     def orders(self) -> np.ndarray:
         return self._orders
+
+    @property
+    def evaluation(self) -> str:
+        """The rule for subsampled Gaussian steps: ``"auto"`` or ``"exact"``."""
+        return self._evaluation
 
     @property
     def history(self) -> tuple[Any, ...]:
@@ -118,7 +148,8 @@ class RdpAccountant:
         return n
 
     def rdp_curve(self) -> RdpCurve:
-        """The composed RDP curve of the whole history on :attr:`orders`."""
+        """The composed RDP curve of the whole history on :attr:`orders` (``.bounded`` lists the
+        orders where it is a certified sigma-grid upper bound rather than exact)."""
         return self._total
 
     # -------------------------------------------------------------- composing
@@ -131,8 +162,7 @@ class RdpAccountant:
             self._history[-1] = SelfComposedEvent(single, last.count + count)
         else:
             self._history.append(SelfComposedEvent(single, count))
-        key = (float(single.sample_rate), float(single.noise_multiplier))
-        self._pending[key] = self._pending.get(key, 0) + count
+        self._steps.add(float(single.sample_rate), float(single.noise_multiplier), count)
         self._eps_cache.clear()
 
     def compose(self, event: Any, count: int = 1) -> None:
@@ -149,15 +179,16 @@ class RdpAccountant:
             if not callable(rdp):
                 raise TypeError(f"cannot compose {type(event).__name__}: expected rdp(orders) -> RdpCurve")
             event = RdpCurveEvent(rdp(self._orders), label=getattr(event, "label", type(event).__name__))
-        curve = event.rdp(self._orders)
-        if count > 1:
-            event = SelfComposedEvent(event, count)
-            curve = curve.scaled(count)
-        self._history.append(event)
-        self._add(curve)
-
-    def _add(self, curve: RdpCurve) -> None:
-        self._total_flushed = self._total_flushed + curve
+        steps = as_steps(event)
+        if steps is None:
+            curve = event.rdp(self._orders)
+            if count > 1:
+                curve = curve.scaled(count)
+            self._other = self._other + curve
+        else:
+            q, sigma, n = steps
+            self._steps.add(q, sigma, n * count)
+        self._history.append(SelfComposedEvent(event, count) if count > 1 else event)
         self._eps_cache.clear()
 
     # ------------------------------------------------------------- reporting
@@ -187,51 +218,68 @@ class RdpAccountant:
 
     # ----------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Plain JSON-compatible dict (no numpy types, no NaN/inf literals) for checkpoints."""
+        """Plain JSON-compatible dict (no numpy types, no NaN/inf literals) for checkpoints.
+
+        The steps' curve is first brought to the rule's value (exact tails folded into the grid
+        bound, :meth:`StepGroups.consolidate`), which is what a restore recomputes; epsilon may
+        move by a fraction of the grid's excess, either way, never below the history's."""
+        if self._steps.consolidate():
+            self._eps_cache.clear()
         return {
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
+            "evaluation": self._evaluation,
             "orders": [float(o) for o in self._orders],
             "history": [event_to_dict(e) for e in self._history],
             "total": curve_to_dict(self._total),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Replace this accountant's state (orders included) by ``state`` from :meth:`state_dict`."""
+        """Replace this accountant's state (orders and rule included) by ``state`` from
+        :meth:`state_dict` (this version or version 1); see the module docstring for how the
+        stored total is verified."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an RdpAccountant state dict (expected format {STATE_FORMAT!r})")
-        if state.get("version") != STATE_VERSION:
+        version = state.get("version")
+        if version not in _READ_VERSIONS:
             raise ValueError(
-                f"unsupported RdpAccountant state version {state.get('version')!r}"
-                f" (this code reads {STATE_VERSION})"
+                f"unsupported RdpAccountant state version {version!r}"
+                f" (this code reads {', '.join(map(str, _READ_VERSIONS))})"
             )
+        # version 1 had no rule; its totals were exact.  It continues under the default rule.
+        evaluation = state.get("evaluation", "auto")
+        if evaluation not in EVALUATIONS:
+            raise ValueError(f"RdpAccountant state dict has an unknown evaluation {evaluation!r}")
         orders = np.array([float(o) for o in state["orders"]], dtype=float)
         history = [event_from_dict(d) for d in state["history"]]
-        total = curve_from_dict(state["total"])
-        # Subsampled-Gaussian steps are recomputed in one vectorised call, the rest one by one.
-        steps: dict[tuple[float, float], int] = {}
-        recomputed = RdpCurve.zeros(orders)
-        for e in history:
-            if isinstance(e, SelfComposedEvent) and isinstance(e.event, SubsampledGaussianEvent):
-                key = (float(e.event.sample_rate), float(e.event.noise_multiplier))
-                steps[key] = steps.get(key, 0) + int(e.count)
-            else:
-                recomputed = recomputed + e.rdp(orders)
-        if steps:
-            recomputed = recomputed + _steps_curve(steps, orders)
-        if not np.array_equal(total.orders, orders) or not _close(recomputed.rdp, total.rdp):
-            raise ValueError(
-                "RdpAccountant state dict is inconsistent: stored RDP does not match its history"
-            )
+        stored = curve_from_dict(state["total"])
+        if not np.array_equal(stored.orders, orders):
+            raise ValueError("RdpAccountant state dict is inconsistent: its total is on other orders")
         orders.setflags(write=False)
+        fresh = RdpAccountant(orders, evaluation=evaluation)
+        for e in history:
+            steps = as_steps(e)
+            if steps is None:
+                fresh._other = fresh._other + e.rdp(orders)
+            else:
+                fresh._steps.add(*steps)
+        bound = fresh._total  # the rule's certified upper bound on the history
+        if not _not_below(stored.rdp, bound.rdp):
+            # Below the bound: legitimate only if a tighter rule wrote it; check against exact.
+            exact = fresh._other + fresh._steps.exact_curve() if fresh._steps else fresh._other
+            if not _not_below(stored.rdp, exact.rdp):
+                raise ValueError("RdpAccountant state dict is inconsistent: stored RDP is below its history")
+        # Keep what the checkpoint stored above the bound (exactly: bound + (S - bound) == S
+        # when S and bound are within a factor 2); never go below the bound.
+        with np.errstate(invalid="ignore"):
+            carry = np.where(stored.rdp > bound.rdp, stored.rdp - bound.rdp, 0.0)
         self._orders = orders
+        self._evaluation = evaluation
         self.reset()
         self._history = history
-        # Never below what the history implies: a stored total within the tolerance but lower
-        # (an edited checkpoint) would otherwise understate epsilon by up to 1e-9 relative.
-        self._total_flushed = RdpCurve(
-            orders, np.maximum(total.rdp, recomputed.rdp), total.dropped + recomputed.dropped, total.bounded
-        )
+        self._steps, self._other = fresh._steps, fresh._other
+        if np.any(carry != 0.0):
+            self._carry = carry
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RdpAccountant:
@@ -240,25 +288,13 @@ class RdpAccountant:
         return acc
 
 
-def _steps_curve(steps: dict[tuple[float, float], int], orders: np.ndarray) -> RdpCurve:
-    """RDP of ``{(q, sigma): count}`` Poisson-subsampled Gaussian steps in one vectorised call,
-    every distinct step evaluated exactly (the accountant never switches to grid bounds, so a
-    restored checkpoint recomputes the very same values)."""
-    from accounting.rdp import subsampled_gaussian_rdp
-
-    keys = list(steps)
-    q = np.array([k[0] for k in keys])
-    sig = np.array([k[1] for k in keys])
-    counts = np.array([steps[k] for k in keys], dtype=float)
-    return subsampled_gaussian_rdp(q, sig, orders, counts=counts, evaluation="exact")
-
-
-def _close(a: np.ndarray, b: np.ndarray, rtol: float = 1e-9) -> bool:
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if a.shape != b.shape:
+def _not_below(stored: np.ndarray, bound: np.ndarray, rtol: float = _RTOL) -> bool:
+    """``stored >= bound`` at every order, up to ``rtol`` relative rounding; an infinite
+    (dropped) bound needs an infinite stored value."""
+    s = np.asarray(stored, dtype=float)
+    b = np.asarray(bound, dtype=float)
+    if s.shape != b.shape or np.any(np.isnan(s)):
         return False
-    same_nonfinite = (~np.isfinite(a) | ~np.isfinite(b)) & ((a == b) | (np.isnan(a) & np.isnan(b)))
-    finite = np.isfinite(a) & np.isfinite(b)
-    ok = same_nonfinite | (finite & (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)) + 1e-300))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = (s >= b) | (np.isfinite(b) & (s >= b - rtol * np.abs(b)))
     return bool(np.all(ok))

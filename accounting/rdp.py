@@ -196,8 +196,8 @@ class RdpCurve:
         # Anything not finite must be explained; anything explained must be unusable.
         extra = [
             (float(o), "RDP value is not finite (overflow)")
-            for o, r in zip(orders, rdp, strict=True)
-            if not np.isfinite(r) and float(o) not in dropped_set
+            for o in orders[~np.isfinite(rdp)]  # vectorised: curves are built once per step
+            if float(o) not in dropped_set
         ]
         if extra:
             dropped = _merge_dropped(dropped, tuple(extra))
@@ -209,7 +209,8 @@ class RdpCurve:
         object.__setattr__(self, "rdp", rdp)
         object.__setattr__(self, "dropped", dropped)
         bounded = _merge_bounded(tuple(self.bounded))
-        unknown = [o for o, _ in bounded if o not in set(orders.tolist())]
+        known = set(orders.tolist())  # once, not per entry: long schedules bound every order
+        unknown = [o for o, _ in bounded if o not in known]
         if unknown:
             raise ValueError(f"bounded lists orders not in the curve: {unknown[:3]}")
         object.__setattr__(self, "bounded", bounded)

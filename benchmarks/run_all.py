@@ -244,43 +244,93 @@ def sweep(quick: bool) -> list[dict]:
     return out
 
 
-def accountant_rows(steps: int) -> list[dict]:
-    """RdpAccountant with a new noise every step; then a restore from its state dict."""
+def accountant_rows(steps: int, anchor_steps: int) -> list[dict]:
+    """RdpAccountant with a new noise every step (inv-k: z_k = 30 / sqrt(k), q = 0.01), then a
+    restore from its state dict; per step, against Opacus's ``RDPAccountant`` and
+    dp-accounting's ``RdpAccountant``.
+
+    The anchors cost 0.1-0.3 s per distinct step, so they run on ``anchor_steps`` steps spread
+    evenly over the same schedule (same noise range) and the rows compare CPU seconds *per
+    step*; ours runs the whole ``steps``-step history (epsilon logged every 100 steps, as a
+    trainer would).  ``value`` columns: epsilon of that anchor history, ours and theirs (each on
+    its default order grid).  Restore: ours is ``from_state_dict`` + ``get_epsilon`` (the
+    stored total verified against the recomputed history); Opacus is ``load_state_dict`` +
+    ``get_epsilon`` (it recomputes every step); dp-accounting has no checkpoint format, so its
+    restore is composing the history again.
+    """
     import dp_accounting
+    from opacus.accountants import RDPAccountant as OpacusRdp
 
     from accounting.accountant import RdpAccountant
 
-    z = 30.0 / np.sqrt(np.arange(1, steps + 1))
+    def schedule(n: int) -> np.ndarray:
+        return 30.0 / np.sqrt(np.arange(1, n + 1))
 
-    def ours() -> float:
+    z = schedule(steps)
+    z_anchor = z[np.unique(np.linspace(0, steps - 1, anchor_steps).round().astype(int))]
+    n_a = z_anchor.size
+
+    def ours(zs: np.ndarray) -> RdpAccountant:
         acc = RdpAccountant()
-        for i, s in enumerate(z):
+        for i, s in enumerate(zs):
             acc.step(noise_multiplier=float(s), sample_rate=0.01)
             if i % 100 == 99:  # a trainer that logs epsilon now and then
                 acc.get_epsilon(DELTA)
-        return acc.get_epsilon(DELTA)
+        acc.get_epsilon(DELTA)
+        return acc
 
-    def theirs() -> float:
+    def opacus(zs: np.ndarray) -> OpacusRdp:
+        acc = OpacusRdp()
+        for s in zs:
+            acc.step(noise_multiplier=float(s), sample_rate=0.01)
+        acc.get_epsilon(DELTA)
+        return acc
+
+    def dpa(zs: np.ndarray) -> dp_accounting.rdp.RdpAccountant:
         acc = dp_accounting.rdp.RdpAccountant()
-        for s in z:
+        for s in zs:
             acc.compose(dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.GaussianDpEvent(float(s))))
-        return acc.get_epsilon(DELTA)
+        acc.get_epsilon(DELTA)
+        return acc
 
-    o = cpu_best(ours, 1)
-    t = cpu_best(theirs, 1)
-    per = row(
-        f"RdpAccountant {steps} distinct steps (eps)",
-        o,
-        "dp-accounting",
-        t,
-        note=f"{1e3 * o[0] / steps:.3f} ms/step; target 0.5",
-    )
-    acc = RdpAccountant()
-    for s in z:
-        acc.step(noise_multiplier=float(s), sample_rate=0.01)
+    def per_step(t: tuple[float, Any], n: int, value: float) -> tuple[float, float]:
+        return t[0] / n, value
+
+    eps_ours_anchor = ours(z_anchor).get_epsilon(DELTA)
+    t_ours = cpu_best(lambda: ours(z), 1)
+    acc = t_ours[1]
+    t_opacus = cpu_best(lambda: opacus(z_anchor), 1)
+    t_dpa = cpu_best(lambda: dpa(z_anchor), 1)
+    ours_step = per_step(t_ours, steps, eps_ours_anchor)
+    eps_full = acc.get_epsilon(DELTA)
+    label = f"RdpAccountant.step, s/step (ours T={steps}, anchors T={n_a} of the same schedule)"
+    note = f"{1e3 * ours_step[0]:.3f} ms/step, target 0.5; ours eps at T={steps}: {eps_full:.6g}"
+    theirs_opacus = per_step(t_opacus, n_a, t_opacus[1].get_epsilon(DELTA))
+    theirs_dpa = per_step(t_dpa, n_a, t_dpa[1].get_epsilon(DELTA))
+    out = [
+        row(label, ours_step, "Opacus RDPAccountant", theirs_opacus, note),
+        row(label, ours_step, "dp-accounting", theirs_dpa, note),
+    ]
+
     state = acc.state_dict()
-    rest = cpu_best(lambda: RdpAccountant.from_state_dict(state).get_epsilon(DELTA), 1)
-    return [per, row(f"RdpAccountant restore of {steps} distinct steps (eps)", rest, note="target <= 0.5 s")]
+    r_ours = cpu_best(lambda: RdpAccountant.from_state_dict(state).get_epsilon(DELTA), 1)
+    small = opacus(z_anchor).state_dict()
+
+    def opacus_restore() -> float:
+        back = OpacusRdp()
+        back.load_state_dict(small)
+        return back.get_epsilon(DELTA)
+
+    r_opacus = cpu_best(opacus_restore, 1)
+    r_dpa = cpu_best(lambda: dpa(z_anchor).get_epsilon(DELTA), 1)
+    label = f"RdpAccountant restore, s/step (ours T={steps}, anchors T={n_a})"
+    note = f"ours {r_ours[0]:.3f} s for T={steps}, target <= 0.5 s; restored eps {r_ours[1]:.6g}"
+    ours_rest = per_step(r_ours, steps, eps_ours_anchor)
+    out += [
+        row(label, ours_rest, "Opacus RDPAccountant", per_step(r_opacus, n_a, r_opacus[1]), note),
+        row(label, ours_rest, "dp-accounting (recompose)", per_step(r_dpa, n_a, r_dpa[1]), note),
+    ]
+    return out
 
 
 def startup_rows(repeats: int) -> list[dict]:
@@ -352,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         ("D2P2 defaults", lambda: d2p2_defaults(1, anchor=not quick)),
         ("DiceSGD", lambda: [dicesgd_default(1)]),
         ("T x q sweep", lambda: sweep(quick)),
-        ("RdpAccountant", lambda: accountant_rows(300 if quick else 2000)),
+        ("RdpAccountant", lambda: accountant_rows(300 if quick else 2000, 10 if quick else 40)),
         ("optimizer", lambda: optim_rows(quick)),
     ]
     rows: list[dict] = []
