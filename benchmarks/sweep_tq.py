@@ -102,18 +102,19 @@ def sweep(
     return rows
 
 
-def cliffs(rows: list[dict], factor: float = 3.0, floor_s: float = 1.0) -> list[str]:
-    """Cells costing more than ``factor`` times a larger-T cell of the same (accountant, q)
-    (and more than ``floor_s``): the non-monotone run times this sweep exists to catch."""
+def cliffs(rows: list[dict], factor: float = 3.0, floor_s: float = 1.0) -> list[tuple[dict, str]]:
+    """``(row, why)`` for each cell costing more than ``factor`` times a larger-T cell of the same
+    (accountant, q) and more than ``floor_s``: the non-monotone run times this sweep exists to catch."""
     found = []
     for r in rows:
         for s in rows:
             same = s["accountant"] == r["accountant"] and s["q"] == r["q"]
             if same and s["T"] > r["T"] and r["ours_s"] > max(floor_s, factor * s["ours_s"]):
-                found.append(
+                why = (
                     f"{r['accountant']} q={r['q']}: T={r['T']} takes {r['ours_s']:.2f} s "
                     f"but T={s['T']} only {s['ours_s']:.2f} s"
                 )
+                found.append((r, why))
                 break
     return found
 
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     else f"{r['ours_s']:.2f} ({r['ours_value']:.4g})"
                 )
             print(f"| {q} | " + " | ".join(cells) + " |")
-    found = cliffs(rows)
+    found = [why for _, why in cliffs(rows)]
     print("\ncliffs: " + ("; ".join(found) if found else "none"))
     return 0
 
