@@ -78,13 +78,7 @@ def test_grouped_pld_above_classes_rounded_up(shape, base, steps, q) -> None:
     up, cnt, _ = noise_classes(z, counts, rounding="up")
     down, cnt_down, _ = noise_classes(z, counts)
     assert np.array_equal(cnt, cnt_down) and np.all(up >= down)
-    lower_event = ComposedEvent(
-        tuple(
-            SelfComposedEvent(SubsampledGaussianEvent(q, float(v)), int(c))
-            for v, c in zip(up, cnt, strict=True)
-        )
-    )
-    lower = pld_epsilon(lower_event, DELTA, value_discretization_interval=3e-3, pessimistic=False)
+    lower = _rounded_up_lower_bound(q, z, counts, 3e-3)
     assert grouped >= lower
 
 
@@ -97,3 +91,37 @@ def test_noise_classes_rounding() -> None:
     assert down.tolist() == [1.0, 2.0] and up.tolist() == [1.01, 4.0]
     with pytest.raises(ValueError):
         noise_classes(z, c, rounding="nearest")
+
+
+def _rounded_up_lower_bound(q: float, z: np.ndarray, counts: np.ndarray, vdi: float) -> float:
+    """Optimistic PLD of the classes rounded up: a lower bound on the schedule's true epsilon."""
+    up, cnt, _ = noise_classes(z, counts, rounding="up")
+    event = ComposedEvent(
+        tuple(
+            SelfComposedEvent(SubsampledGaussianEvent(q, float(v)), int(c))
+            for v, c in zip(up, cnt, strict=True)
+        )
+    )
+    return pld_epsilon(event, DELTA, value_discretization_interval=vdi, pessimistic=False)
+
+
+def test_d2p2_defaults_pld_between_lower_bound_and_rdp() -> None:
+    """Issue 11 target: ``--accountant pld`` on the D2P2 defaults in < 10 s, with epsilon between an
+    optimistic PLD (a lower bound on the truth) and the exact RDP value."""
+    import time
+
+    from accounting.algorithms.registry import get_algorithm
+    from dptheory import api
+
+    kw = dict(algo="d2psgd", noise_multiplier=3.0, delta=DELTA, defaults="paper")
+    t0 = time.process_time()
+    pld = api.epsilon(accountant="pld", **kw)
+    cpu = time.process_time() - t0
+    rdp = api.epsilon(**kw)
+    alg = get_algorithm("d2psgd")
+    p, _, _ = alg.resolve(api.build_params(algo="d2psgd", delta=DELTA, noise_multiplier=3.0))
+    z, counts = alg.multiplier_blocks(p)
+    lower = _rounded_up_lower_bound(p.sample_rate, z, counts, 1e-3)
+    assert lower <= pld.epsilon <= rdp.epsilon
+    assert cpu < 10.0
+    assert any("value discretization" in a and "rounded down" in a for a in pld.assumptions)
