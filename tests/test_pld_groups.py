@@ -66,7 +66,7 @@ def test_subsampled_grouped_pld_above_ungrouped_bracket(z, q, max_classes) -> No
 @given(
     shape=st.sampled_from(["inv-sqrt-k", "inv-k", "constant"]),
     base=st.floats(1.5, 8.0),
-    steps=st.integers(20, 200),
+    steps=st.integers(20, 120),
     q=st.floats(0.005, 0.5),
 )
 def test_grouped_pld_above_classes_rounded_up(shape, base, steps, q) -> None:
