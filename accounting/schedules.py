@@ -211,6 +211,7 @@ def noise_classes(
     *,
     max_classes: int = PLD_MAX_CLASSES,
     ratio: float = PLD_CLASS_RATIO,
+    rounding: str = "down",
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Group a schedule into at most ``max_classes`` noise classes, rounding noise *down*.
 
@@ -220,8 +221,13 @@ def noise_classes(
     at least as leaky as the one with ``s`` (the latter is the former plus independent Gaussian
     noise, a post-processing), so the composition of the class mechanisms dominates the
     schedule's, and any upper bound on its privacy loss (e.g. a pessimistic PLD) bounds the
-    schedule's.  Returns ``(class values, class counts, r)``.
+    schedule's.  ``rounding="up"`` takes each class's *largest* noise instead: by the same
+    argument the schedule then dominates the classes, whose optimistic PLD is a lower bound
+    (used by tests and benchmarks to bracket the truth).  Returns ``(class values, class
+    counts, r)``.
     """
+    if rounding not in ("down", "up"):
+        raise ValueError(f"rounding must be 'down' or 'up' (got {rounding!r})")
     v = np.asarray(values, dtype=float).reshape(-1)
     c = np.asarray(counts, dtype=np.int64).reshape(-1)
     lo, hi = float(v.min()), float(v.max())
@@ -229,6 +235,7 @@ def noise_classes(
     idx = np.minimum(np.floor(np.log(v / lo) / math.log(r)).astype(np.int64), max_classes - 1)
     idx = np.maximum(idx, 0)
     used = np.unique(idx)
-    cls_min = np.array([v[idx == k].min() for k in used])
+    pick = np.min if rounding == "down" else np.max
+    cls_val = np.array([pick(v[idx == k]) for k in used])
     cls_cnt = np.array([int(c[idx == k].sum()) for k in used], dtype=np.int64)
-    return cls_min, cls_cnt, r
+    return cls_val, cls_cnt, r

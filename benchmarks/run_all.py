@@ -9,7 +9,8 @@ Each row is measured side by side in this one process: ours, then the anchor (dp
 slow anchors once).  Times are process CPU seconds (``time.process_time``), which load on a
 shared machine inflates less than wall time.  ``ratio`` = anchor / ours (> 1: we are faster).
 Rows without an implementation to compare with (DiceSGD, D2P2 calibration, the T x q sweep)
-leave the anchor empty.  Our grid caches are cleared before each of our runs, so repeated runs
+leave the anchor empty (the sweep is ``sweep_tq.py``: RDP and PLD, a timeout per call).
+Our grid caches are cleared before each of our runs, so repeated runs
 measure cold work.
 
 Rows from ``benchmarks/bench_optim.py`` (toy runs: ``toy_rows(quick)``) are added, measured side by
@@ -220,28 +221,17 @@ def dicesgd_default(repeats: int) -> dict:
 
 
 def sweep(quick: bool) -> list[dict]:
-    """d2psgd epsilon over T and q: the time should grow smoothly (no cliffs)."""
-    from dptheory import api
+    """d2psgd epsilon over T x q, RDP and PLD, each call under a timeout (``sweep_tq.py``): the
+    time should grow smoothly with T; a cliff (a cell slower than a larger T) is named in its note."""
+    import sweep_tq  # type: ignore[import-not-found]
 
-    ts = (
-        (1000, 9544, 20_000, 100_000)
-        if quick
-        else (1000, 2000, 5000, 9544, 20_000, 50_000, 100_000, 1_000_000)
+    grid = (
+        (sweep_tq.QUICK_STEPS, sweep_tq.QUICK_RATES) if quick else (sweep_tq.FULL_STEPS, sweep_tq.FULL_RATES)
     )
-    qs = (0.01, 0.3) if quick else (0.001, 0.01, 0.1, 0.3, 0.5)
-    out = []
-    for q in qs:
-        for t in ts:
-            r = cpu_best(
-                lambda q=q, t=t: (
-                    api.epsilon(
-                        algo="d2psgd", noise_multiplier=30.0, delta=DELTA, sample_rate=q, steps=t
-                    ).epsilon
-                ),
-                1,
-            )
-            out.append(row(f"sweep d2psgd z=30 q={q} T={t} (eps)", r))
-    return out
+    rows = sweep_tq.sweep(*grid, ("rdp", "pld"), 20.0 if quick else 60.0)
+    for r, why in sweep_tq.cliffs(rows):
+        r["note"] = f"{r['note']}; cliff: {why}" if r["note"] else f"cliff: {why}"
+    return [{k: r[k] for k in ("name", "ours_s", "ours_value", "note")} for r in rows]
 
 
 def accountant_rows(steps: int, anchor_steps: int) -> list[dict]:

@@ -213,9 +213,21 @@ def curve_epsilon(curve: Any, delta: float, conversion: str) -> EpsilonValue:
 
 
 def pld_event_epsilon(event: Any, delta: float) -> EpsilonValue:
-    """Epsilon from dp-accounting's PLD accountant (pessimistic: an upper bound)."""
+    """Epsilon from the privacy-loss distribution: in closed form when ``event`` composes only
+    plain Gaussians (:mod:`accounting.gaussian_pld`, exact, no grid), else dp-accounting's PLD
+    accountant (pessimistic: an upper bound)."""
+    from accounting.gaussian_pld import gaussian_mu, gdp_epsilon
     from accounting.interop import pld_epsilon
 
+    mu = gaussian_mu(event)
+    if mu is not None:
+        eps = gdp_epsilon(mu, check_delta(delta))
+        note = (
+            f"accountant: exact PLD in closed form, no discretisation: the composition is mu-GDP with "
+            f"mu = {mu:.6g} (Gaussian pair N(0,1) vs N(mu,1)); epsilon solves Balle & Wang's "
+            "delta(eps), rounded up"
+        )
+        return EpsilonValue(eps, None, (note,))
     eps = float(pld_epsilon(event, delta))
     return EpsilonValue(
         eps,
