@@ -1,0 +1,111 @@
+"""The smooth-schedule bound (accounting.schedule_bound) is a sound upper bound, and tight.
+
+Soundness: over wide ranges of sample rate, noise, length, schedule and lattice spacing, every
+order's value is >= the exact per-step evaluation (``evaluation="exact"``), the bracket's lower
+end is <= it, and epsilon is >= the exact epsilon.  Tightness at the D2P2 defaults is pinned
+(with the measured gap in the assertion message).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accounting.conversion import rdp_to_epsilon
+from accounting.errors import InvalidParameter
+from accounting.orders import DEFAULT_ORDERS
+from accounting.rdp import subsampled_gaussian_rdp
+from accounting.schedule_bound import SMOOTH_SCHEDULES, smooth_schedule_rdp
+from accounting.schedules import noise_multipliers
+
+# integer and fractional orders, small and large (exact evaluation of these stays fast)
+ORDERS = np.array([1.25, 1.5, 1.8, 2.0, 2.5, 3.0, 4.5, 8.0, 12.5, 16.0, 32.0, 64.0, 256.0])
+REL = 1e-11  # "upper bound up to double rounding" (accounting.rdp's convention)
+
+
+def _exact(name: str, q: float, base: float, steps: int, rho: float, orders: np.ndarray):
+    z = noise_multipliers(name, base, steps, rho=rho)
+    return subsampled_gaussian_rdp(q, z, orders, evaluation="exact")
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    name=st.sampled_from(SMOOTH_SCHEDULES),
+    log_q=st.floats(math.log(1e-4), 0.0),
+    log_base=st.floats(math.log(0.3), math.log(60.0)),
+    steps=st.integers(1, 800),
+    rho=st.floats(1.01, 30.0),
+    ratio=st.sampled_from([1.003, 1.02, 1.3, 3.0]),
+)
+def test_bound_dominates_exact_evaluation(name, log_q, log_base, steps, rho, ratio):
+    q, base = math.exp(log_q), math.exp(log_base)
+    curve = smooth_schedule_rdp(name, q, base, steps, ORDERS, rho=rho, ratio=ratio)
+    exact = _exact(name, q, base, steps, rho, ORDERS)
+    ok = np.isfinite(exact.rdp)
+    # every order the exact path evaluates is either bounded or dropped (never a silent value)
+    assert np.all(curve.rdp[ok] >= exact.rdp[ok] * (1 - REL)), (curve.rdp - exact.rdp)[ok]
+    gaps = dict(curve.bounded)
+    for o, up, ex in zip(ORDERS, curve.rdp, exact.rdp, strict=True):
+        if np.isfinite(up) and np.isfinite(ex):
+            assert up - gaps[float(o)] <= ex * (1 + REL) + 1e-300, (o, up, gaps[float(o)], ex)
+    for delta in (1e-5, 1e-10):
+        e_bound = rdp_to_epsilon(curve, delta).epsilon
+        e_exact = rdp_to_epsilon(exact, delta).epsilon
+        assert e_bound >= e_exact * (1 - REL)
+
+
+def test_gap_small_at_d2p2_defaults():
+    """D2P2 defaults: inv-sqrt-k, q = 1024/60000, T = 2344, base 3 over the projection
+    factor; epsilon's optimal order there is 1.5, the orders kept surround it."""
+    q, steps, base = 1024 / 60000, 2344, 3.0 / 1.05128
+    keep = ((DEFAULT_ORDERS >= 1.3) & (DEFAULT_ORDERS <= 1.7)) | (DEFAULT_ORDERS >= 2)
+    orders = DEFAULT_ORDERS[keep][:30]
+    curve = smooth_schedule_rdp("inv-sqrt-k", q, base, steps, orders)
+    exact = _exact("inv-sqrt-k", q, base, steps, 2.0, orders)
+    ok = np.isfinite(exact.rdp)
+    assert np.all(curve.rdp[ok] >= exact.rdp[ok] * (1 - REL))
+    e_b, e_x = rdp_to_epsilon(curve, 1e-5).epsilon, rdp_to_epsilon(exact, 1e-5).epsilon
+    rel = e_b / e_x - 1
+    assert 0 <= rel < 0.01, f"epsilon {e_b} vs exact {e_x}: {rel:.2e} relative"
+    # integer orders are second order in the lattice spacing (chord): much tighter
+    is_int = (orders == np.floor(orders)) & ok
+    assert np.max(curve.rdp[is_int] / exact.rdp[is_int] - 1) < 2e-3
+
+
+@pytest.mark.parametrize("name", SMOOTH_SCHEDULES)
+def test_cost_does_not_grow_with_steps(name):
+    """T = 10^9 costs about what T = 10^4 costs (no step is enumerated) and bounds more."""
+    q, base = 0.01, 40.0
+    t0 = time.process_time()
+    small = smooth_schedule_rdp(name, q, base, 10_000, ORDERS)
+    t1 = time.process_time()
+    big = smooth_schedule_rdp(name, q, base, 1_000_000_000, ORDERS)
+    t2 = time.process_time()
+    assert np.all(np.isfinite(big.rdp)) and np.all(big.rdp >= small.rdp)
+    assert t2 - t1 < 10 * (t1 - t0) + 1.0
+
+
+def test_single_step_and_flat_schedules_are_exact():
+    one = smooth_schedule_rdp("inv-k", 0.05, 2.0, 1, ORDERS)
+    ref = subsampled_gaussian_rdp(0.05, 2.0, ORDERS, evaluation="exact")
+    np.testing.assert_allclose(one.rdp, ref.rdp, rtol=1e-13)
+    # rho so close to 1 that every step has the same float noise: T times one step
+    flat = smooth_schedule_rdp("exp", 0.05, 2.0, 50, ORDERS, rho=1.0 + 1e-15)
+    exact = _exact("exp", 0.05, 2.0, 50, 1.0 + 1e-15, ORDERS)
+    assert np.all(flat.rdp >= exact.rdp * (1 - REL))
+
+
+def test_rejects_what_it_cannot_bound():
+    with pytest.raises(InvalidParameter, match="--schedule"):
+        smooth_schedule_rdp("constant", 0.01, 1.0, 10, ORDERS)
+    with pytest.raises(InvalidParameter, match="--rho"):
+        smooth_schedule_rdp("exp", 0.01, 1.0, 10, ORDERS, rho=0.5)
+    with pytest.raises(InvalidParameter, match="--sample-rate"):
+        smooth_schedule_rdp("inv-k", 0.0, 1.0, 10, ORDERS)
+    with pytest.raises(InvalidParameter, match="ratio"):
+        smooth_schedule_rdp("inv-k", 0.01, 1.0, 10, ORDERS, ratio=1.0)
