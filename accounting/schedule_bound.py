@@ -62,12 +62,15 @@ the refined sigma grid of :mod:`accounting.rdp`: +0.13%), integer orders within 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
+from accounting import rdp as rdp_module
 from accounting import validate
+from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
-from accounting.rdp import RdpCurve, _check_orders, _grid_values, _lattice, _sigma_grid
+from accounting.rdp import RdpCurve, _check_orders, _evaluate, _lattice, _sigma_grid
 
 __all__ = ["SMOOTH_BUDGET", "SMOOTH_RATIO", "SMOOTH_SCHEDULES", "smooth_schedule_rdp"]
 
@@ -83,7 +86,48 @@ _PASSES = 3
 #: ... adding at most this many points per pass (at most this many exact evaluations in all,
 #: beyond the initial lattice, whatever T).
 SMOOTH_BUDGET = 48
+#: Lattice ratio of the integer-order pass that selects the fractional orders worth evaluating.
+_SELECT_RATIO = 1.1
 _EPS = np.finfo(float).eps
+
+
+# Exact per-step values by (q, sigma): {order: value}, and {order: reason} where not evaluable.
+# Order-wise, so that calls evaluating different subsets of orders (the selection of
+# smooth_schedule_rdp moves with sigma during a calibration) still share every value.
+_CACHE: dict[tuple[float, float], dict[float, float]] = {}
+_REASONS: dict[tuple[float, float], str] = {}
+_CACHE_ROWS = 50_000
+
+
+def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
+    """Exact per-step RDP (:func:`accounting.rdp._evaluate`) at noise ``g`` (rows) and orders
+    ``o`` (columns) for rate q, NaN where not evaluable, through an order-wise cache; and
+    ``{column: reason}`` for the orders that failed at some point.  The missing orders are
+    evaluated in one batch at every point that misses any (a few extra values, one call)."""
+    keys = [(q, x) for x in g.tolist()]
+    orders = o.tolist()
+    wanted = set(orders)
+    rows = [_CACHE.get(k) for k in keys]
+    miss_rows = [i for i, r in enumerate(rows) if r is None or not r.keys() >= wanted]
+    if miss_rows:
+        need = sorted(set().union(*(wanted - (rows[i] or {}).keys() for i in miss_rows)))
+        na = np.array(need, dtype=float)
+        sig = g[miss_rows]
+        mat, why = _evaluate(np.full(sig.size, q), sig, na, None)
+        if len(_CACHE) + sig.size > _CACHE_ROWS:
+            _CACHE.clear()
+        for r_i, i in enumerate(miss_rows):
+            row = _CACHE.setdefault(keys[i], {})
+            row.update(zip(need, mat[r_i].tolist(), strict=True))
+            rows[i] = row
+        for col, reason in why.items():
+            _REASONS.setdefault((q, need[col]), reason)
+    pick = operator.itemgetter(*orders)  # C-level lookups (one tuple per row)
+    vals = np.array([pick(row) for row in rows], dtype=float).reshape(g.size, o.size)
+    reasons = {
+        c: _REASONS.get((q, a), "not evaluable") for c, a in enumerate(orders) if np.isnan(vals[:, c]).any()
+    }
+    return vals, reasons
 
 
 def _sigma_of(name: str, sigma: float, k: np.ndarray, steps: int, rho: float) -> np.ndarray:
@@ -133,9 +177,12 @@ def _sum_s(name: str, sigma: float, steps: int, rho: float, a: np.ndarray, b: np
         with np.errstate(invalid="ignore"):
             total = (2.0 / 3.0) * ((bf + 0.5) ** 1.5 - (af - 0.5) ** 1.5) * s_unit
     small = np.nonzero((n > 0) & (n <= _DIRECT_MAX))[0]
-    for j in small.tolist():  # short cells term by term (a handful at the top of the schedule)
-        sk = _sigma_of(name, sigma, np.arange(a[j], b[j] + 1, dtype=float), steps, rho)
-        total[j] = float(np.sum(0.5 / (sk * sk)))
+    if small.size:  # short cells term by term, all in one array
+        lens = (b[small] - a[small] + 1).astype(np.int64)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        k = np.repeat(a[small] - starts, lens) + np.arange(int(lens.sum()))
+        sk = _sigma_of(name, sigma, k.astype(float), steps, rho)
+        total[small] = np.add.reduceat(0.5 / (sk * sk), starts)
     largest = 0.5 / _sigma_of(name, sigma, np.maximum(bf, 1.0), steps, rho) ** 2
     slack = 64.0 * _EPS * (n + bf + 1.0) * largest
     return np.where(n > 0, total + slack, 0.0)
@@ -152,15 +199,19 @@ def _alpha_chord_cells(orders: np.ndarray, cells: np.ndarray) -> np.ndarray:
     io = orders[int_cols]
     srt = np.argsort(io)
     io, int_cols = io[srt], int_cols[srt]
-    for col in np.nonzero(~is_int)[0].tolist():
-        al = float(orders[col])
-        k = int(np.searchsorted(io, al))
-        if k >= io.size:
-            continue
-        b, ub = io[k], cells[:, int_cols[k]]
-        a, ua = (io[k - 1], cells[:, int_cols[k - 1]]) if k > 0 else (1.0, 0.0)
-        with np.errstate(invalid="ignore"):
-            out[:, col] = ((b - al) * (a - 1.0) * ua + (al - a) * (b - 1.0) * ub) / ((b - a) * (al - 1.0))
+    frac = np.nonzero(~is_int)[0]
+    al = orders[frac]
+    k = np.searchsorted(io, al)
+    inside = k < io.size
+    frac, al, k = frac[inside], al[inside], k[inside]
+    if not frac.size:
+        return out
+    b, ub = io[k], cells[:, int_cols[k]]
+    has_a = k > 0
+    a = np.where(has_a, io[np.maximum(k - 1, 0)], 1.0)
+    ua = np.where(has_a, cells[:, int_cols[np.maximum(k - 1, 0)]], 0.0)
+    with np.errstate(invalid="ignore"):
+        out[:, frac] = ((b - al) * (a - 1.0) * ua + (al - a) * (b - 1.0) * ub) / ((b - a) * (al - 1.0))
     return out
 
 
@@ -174,6 +225,8 @@ def smooth_schedule_rdp(
     rho: float = 2.0,
     ratio: float = SMOOTH_RATIO,
     budget: int = SMOOTH_BUDGET,
+    delta: float | None = None,
+    method: str = "improved",
 ) -> RdpCurve:
     """Certified upper bound on the RDP of ``steps`` Poisson-subsampled Gaussian steps with the
     noise multipliers ``noise_multipliers(name, base, steps, rho=rho)`` and rate ``sample_rate``.
@@ -181,6 +234,14 @@ def smooth_schedule_rdp(
     ``name`` must be one of :data:`SMOOTH_SCHEDULES` (``exp`` with ``rho > 1``: decreasing noise).
     Every finite order is listed in ``.bounded`` with the width of a rigorous bracket
     (see the module docstring for the derivation and the meaning of the gap).
+
+    ``delta`` (optional) only steers where exact evaluations are spent: the fractional orders
+    that cannot improve epsilon at ``delta`` (``method`` as in
+    :func:`accounting.conversion.epsilon_per_order`) -- judged from lower bounds at the integer
+    orders, ``D_alpha`` being non-decreasing in alpha -- are not evaluated but bounded by the
+    alpha-chord of the integer orders (step 5 summed), and the lattice is refined for the
+    orders that can.  Every value stays a sound upper bound; with ``delta`` the epsilon at that
+    delta is as tight as without, at a fraction of the cost.
     """
     if name not in SMOOTH_SCHEDULES:
         raise InvalidParameter("--schedule", f"must be one of {', '.join(SMOOTH_SCHEDULES)} (got {name!r})")
@@ -201,24 +262,91 @@ def smooth_schedule_rdp(
     ends = _sigma_of(name, sigma, np.array([1.0, float(t)]), t, r)
     hi, lo = float(ends[0]), float(ends[1])
     if t == 1 or not hi > lo:  # one step, or no decay representable in floats
-        vals, why = _grid_values(q, np.array([hi]), o)
-        total, gap = vals[0] * t, np.zeros(o.size)
-    else:
-        sched = (name, sigma, t, r)
-        g = _sigma_grid(lo, hi, ratio)
-        for it in range(_PASSES):
-            total, gap, excess, why = _bound_on_lattice(sched, q, g, o)
-            if it == _PASSES - 1:
-                break
-            g = _refine(g, total, excess, ratio, budget)
-            if g is None:
-                break
+        vals, why = _values(q, np.array([hi]), o)
+        return _curve(o, vals[0] * t, np.zeros(o.size), why)
+    sched = (name, sigma, t, r)
+    is_int = o == np.floor(o)
+    coarse = rdp_module._COARSE
+    if coarse is not None and is_int.any():
+        # inside accounting.rdp.coarse_bounds (bracketing a calibration): integer orders on the
+        # coarse lattice, fractional ones by the alpha-chord -- sound, looser, ~10x cheaper
+        coarse["used"] = True
+        oi = o[is_int]
+        t_int, g_int, why_i = _lattice_bound(
+            sched, q, lo, hi, oi, max(ratio, coarse["ratio"]), 0, np.ones(oi.size, bool)
+        )
+        total, gap = np.full(o.size, np.inf), np.zeros(o.size)
+        total[is_int], gap[is_int] = t_int, g_int
+        total = np.where(is_int, total, _alpha_chord_cells(o, total[None, :])[0])
+        why = {int(np.nonzero(is_int)[0][c]): reason for c, reason in why_i.items()}
+        return _curve(o, total, gap, why)
+    if delta is None or is_int.all() or not is_int.any():
+        total, gap, why = _lattice_bound(sched, q, lo, hi, o, ratio, budget, np.ones(o.size, bool))
+        return _curve(o, total, gap, why)
+    # Selection (tightness only, soundness never depends on it): from the integer orders on a
+    # coarse lattice, the fractional orders that could still beat the best epsilon.
+    oi = o[is_int]
+    t_int, g_int, _ = _lattice_bound(sched, q, lo, hi, oi, _SELECT_RATIO, 0, np.ones(oi.size, bool))
+    upper = np.full(o.size, np.inf)
+    upper[is_int] = t_int
+    upper = np.where(is_int, upper, _alpha_chord_cells(o, upper[None, :])[0])
+    best = float(np.min(epsilon_per_order(o, upper, delta, method)))
+    low = _lower_from_integers(o, oi, np.maximum(t_int - g_int, 0.0))
+    hopeful = epsilon_per_order(o, low, delta, method) <= best * (1.0 + 1e-9)
+    keep = is_int | hopeful
+    sub = o[keep]
+    total_s, gap_s, why_s = _lattice_bound(sched, q, lo, hi, sub, ratio, budget, hopeful[keep])
+    total, gap = np.full(o.size, np.inf), np.zeros(o.size)
+    total[keep], gap[keep] = total_s, gap_s
+    why = {int(np.nonzero(keep)[0][c]): reason for c, reason in why_s.items()}
+    # the other fractional orders: the alpha-chord of the integer totals (step 5, summed)
+    skipped = ~keep
+    total[skipped] = _alpha_chord_cells(o, total[None, :])[0][skipped]
+    low_final = _lower_from_integers(o, oi, np.maximum(total[is_int] - gap[is_int], 0.0))
+    gap[skipped] = np.maximum(total[skipped] - low_final[skipped], 0.0)
+    return _curve(o, total, gap, why)
+
+
+def _lower_from_integers(o: np.ndarray, oi: np.ndarray, low_int: np.ndarray) -> np.ndarray:
+    """Lower bounds at every order from lower bounds at the integer orders ``oi`` (sorted):
+    ``D_alpha`` is non-decreasing in alpha, so ``D_alpha >= D_a`` for the largest ``a <= alpha``
+    (0 below the smallest)."""
+    idx = np.searchsorted(oi, o, side="right") - 1
+    return np.where(idx >= 0, low_int[np.maximum(idx, 0)], 0.0)
+
+
+def _curve(o: np.ndarray, total: np.ndarray, gap: np.ndarray, why: dict[int, str]) -> RdpCurve:
     dropped = tuple(
         (float(o[c]), reason + " [at a point of the smooth-schedule lattice]") for c, reason in why.items()
     )
     bad = ~np.isfinite(total)
     bounded = tuple((float(o[c]), float(gap[c])) for c in range(o.size) if not bad[c] and c not in why)
     return RdpCurve(o, np.where(bad, np.inf, total), dropped, bounded)
+
+
+def _lattice_bound(
+    sched: tuple[str, float, int, float],
+    q: float,
+    lo: float,
+    hi: float,
+    o: np.ndarray,
+    ratio: float,
+    budget: int,
+    focus: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """``(total, gap, reasons)`` on the lattice of ``ratio`` over ``[lo, hi]``, refined
+    ``_PASSES - 1`` times by at most ``budget`` points where the brackets of the ``focus``
+    orders are widest."""
+    g = _sigma_grid(lo, hi, ratio)
+    for it in range(_PASSES):
+        total, gap, excess, why = _bound_on_lattice(sched, q, g, o)
+        if it == _PASSES - 1 or budget <= 0 or not focus.any():
+            break
+        finer = _refine(g, total[focus], excess[:, focus], ratio, budget)
+        if finer is None:
+            break
+        g = finer
+    return total, gap, why
 
 
 def _bound_on_lattice(
@@ -230,7 +358,7 @@ def _bound_on_lattice(
     (upper minus the monotone lower bound), the same per cell (shape ``(m, n_orders)``, to
     refine) and the orders that could not be evaluated at some lattice point."""
     name, sigma, t, r = sched
-    vals, why = _grid_values(q, g, o)  # exact per-step RDP at the lattice points, cached
+    vals, why = _values(q, g, o)  # exact per-step RDP at the lattice points, cached
     # cell j = [g_j, g_{j+1}) holds the steps a_j..b_j (the top cell is closed)
     at_least = _count_at_least(name, sigma, t, r, g)
     at_least[-1] = 0  # the top cell takes sigma_k == g_m too
@@ -241,7 +369,7 @@ def _bound_on_lattice(
     d_s = big_s[:-1] - big_s[1:]  # S_j - S_{j+1} > 0
     with np.errstate(invalid="ignore"):
         tau = (_sum_s(name, sigma, t, r, a, b) - n * big_s[1:]) / d_s
-    tau = np.clip(np.nan_to_num(tau, nan=0.0), 0.0, n)
+    tau = np.clip(np.where(np.isfinite(tau), tau, n), 0.0, n)  # not computable: tau_k <= 1
     f_lo, f_hi = vals[:-1], vals[1:]  # at g_j (less noise, the larger value) and at g_{j+1}
     nz = n[:, None] > 0
     with np.errstate(invalid="ignore"):
@@ -283,3 +411,26 @@ def _refine(
     if not extra:
         return None
     return np.unique(np.concatenate([g, np.array(extra)]))
+
+
+def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinct: int | None = None) -> bool:
+    """Whether :func:`smooth_schedule_rdp` should replace the per-step evaluation of a schedule.
+
+    Cost model (both paths cost about the same per evaluated noise value): the bound evaluates
+    its lattice plus at most ``(_PASSES - 1) * SMOOTH_BUDGET`` refinement points and a coarse
+    integer-order pass; the per-step path evaluates the ``distinct`` noise values (T by
+    default) or, from :data:`accounting.rdp.AUTO_GRID_MIN_ROWS` on, its own sigma grid.  The
+    bound is taken from that threshold on (shorter schedules stay exact, so they agree with
+    dp-accounting to rounding) where it costs at most half."""
+    from accounting.rdp import AUTO_GRID_MIN_ROWS
+
+    if name not in SMOOTH_SCHEDULES or (name == "exp" and not rho > 1.0) or steps <= 1:
+        return False
+    n = steps if distinct is None else distinct
+    if n < AUTO_GRID_MIN_ROWS:
+        return False
+    ends = _sigma_of(name, float(base), np.array([1.0, float(steps)]), int(steps), float(rho))
+    if not ends[0] > ends[1]:
+        return False
+    est = _sigma_grid(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
+    return 2 * est <= n
