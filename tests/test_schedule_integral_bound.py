@@ -8,6 +8,7 @@ end is <= it, and epsilon is >= the exact epsilon.  Tightness at the D2P2 defaul
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from accounting.conversion import rdp_to_epsilon
 from accounting.errors import InvalidParameter
 from accounting.orders import DEFAULT_ORDERS
-from accounting.rdp import subsampled_gaussian_rdp
+from accounting.rdp import coarse_bounds, subsampled_gaussian_rdp
 from accounting.schedule_bound import SMOOTH_SCHEDULES, smooth_schedule_rdp
 from accounting.schedules import noise_multipliers
 
@@ -33,18 +34,27 @@ def _exact(name: str, q: float, base: float, steps: int, rho: float, orders: np.
     return subsampled_gaussian_rdp(q, z, orders, evaluation="exact")
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     name=st.sampled_from(SMOOTH_SCHEDULES),
     log_q=st.floats(math.log(1e-4), 0.0),
     log_base=st.floats(math.log(0.3), math.log(60.0)),
     steps=st.integers(1, 800),
     rho=st.floats(1.01, 30.0),
-    ratio=st.sampled_from([1.003, 1.02, 1.3, 3.0]),
+    ratio=st.sampled_from([1.003, 1.05, 1.3, 3.0]),
+    budget=st.sampled_from([0, 24, 200]),
+    delta=st.sampled_from([None, 1e-5, 1e-9]),
+    coarse=st.booleans(),
 )
-def test_bound_dominates_exact_evaluation(name, log_q, log_base, steps, rho, ratio):
+def test_bound_dominates_exact_evaluation(name, log_q, log_base, steps, rho, ratio, budget, delta, coarse):
+    """Every path (plain, with the order selection of ``delta``, inside ``coarse_bounds``) is an
+    upper bound; the bracket's lower end is a lower bound (up to the fractional series'
+    documented ~1e-9 relative deviation)."""
     q, base = math.exp(log_q), math.exp(log_base)
-    curve = smooth_schedule_rdp(name, q, base, steps, ORDERS, rho=rho, ratio=ratio)
+    with coarse_bounds() if coarse else contextlib.nullcontext():
+        curve = smooth_schedule_rdp(
+            name, q, base, steps, ORDERS, rho=rho, ratio=ratio, budget=budget, delta=delta
+        )
     exact = _exact(name, q, base, steps, rho, ORDERS)
     ok = np.isfinite(exact.rdp)
     # every order the exact path evaluates is either bounded or dropped (never a silent value)
@@ -52,7 +62,7 @@ def test_bound_dominates_exact_evaluation(name, log_q, log_base, steps, rho, rat
     gaps = dict(curve.bounded)
     for o, up, ex in zip(ORDERS, curve.rdp, exact.rdp, strict=True):
         if np.isfinite(up) and np.isfinite(ex):
-            assert up - gaps[float(o)] <= ex * (1 + REL) + 1e-300, (o, up, gaps[float(o)], ex)
+            assert up - gaps[float(o)] <= ex * (1 + 1e-9) + 1e-300, (o, up, gaps[float(o)], ex)
     for delta in (1e-5, 1e-10):
         e_bound = rdp_to_epsilon(curve, delta).epsilon
         e_exact = rdp_to_epsilon(exact, delta).epsilon
@@ -71,10 +81,14 @@ def test_gap_small_at_d2p2_defaults():
     assert np.all(curve.rdp[ok] >= exact.rdp[ok] * (1 - REL))
     e_b, e_x = rdp_to_epsilon(curve, 1e-5).epsilon, rdp_to_epsilon(exact, 1e-5).epsilon
     rel = e_b / e_x - 1
-    assert 0 <= rel < 0.01, f"epsilon {e_b} vs exact {e_x}: {rel:.2e} relative"
-    # integer orders are second order in the lattice spacing (chord): much tighter
-    is_int = (orders == np.floor(orders)) & ok
-    assert np.max(curve.rdp[is_int] / exact.rdp[is_int] - 1) < 2e-3
+    # measured 7e-5 (the sigma grid of accounting.rdp: 1.3e-3)
+    assert 0 <= rel < 3e-4, f"epsilon {e_b} vs exact {e_x}: {rel:.2e} relative"
+    # every order second order in the lattice spacing (convexity of log A and of A in s)
+    near = ok & (orders <= 4)
+    assert np.max(curve.rdp[near] / exact.rdp[near] - 1) < 3e-3  # measured 1.2e-3
+    # the selection for delta keeps the epsilon at that delta
+    sel = smooth_schedule_rdp("inv-sqrt-k", q, base, steps, orders, delta=1e-5)
+    assert rdp_to_epsilon(sel, 1e-5).epsilon <= e_b * (1 + 1e-4)
 
 
 @pytest.mark.parametrize("name", SMOOTH_SCHEDULES)
