@@ -113,7 +113,7 @@ _EPS = np.finfo(float).eps
 # smooth_schedule_rdp moves with sigma during a calibration) still share every value.
 _CACHE: dict[tuple[float, float], dict[float, float]] = {}
 _REASONS: dict[tuple[float, float], str] = {}
-_CACHE_ROWS = 50_000
+_CACHE_ROWS = 4_000  # (q, sigma) rows of ~170 floats: a few MB; a calibration uses a few hundred
 
 
 def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:

@@ -215,3 +215,19 @@ def test_a_alpha_is_convex_in_s_by_quadrature():
         for i in range(1, ss.size - 1):
             t = (ss[i] - ss[i - 1]) / (ss[i + 1] - ss[i - 1])
             assert (1 - t) * vals[i - 1] + t * vals[i + 1] - vals[i] >= -(mp.mpf(10) ** -25) * vals[i]
+
+
+def test_d2p2_calibrate_agrees_with_epsilon_on_the_smooth_path():
+    """The D2P2 defaults go through the smooth bound (2344 steps); the calibrated z, evaluated
+    afresh (cold cache, as another process would), meets the target."""
+    import accounting.schedule_bound as smooth_mod
+    from accounting.schedule_bound import smooth_pays
+    from dptheory import api
+
+    assert smooth_pays("inv-sqrt-k", 3.0, 2344)
+    rep = api.calibrate(eps=2.0, delta=1e-5, algo="d2p2sgd", defaults="paper")
+    assert any("sigma-grid upper bound" in w for w in rep.warnings)
+    smooth_mod._CACHE.clear()
+    again = api.epsilon(algo="d2p2sgd", noise_multiplier=rep.noise_multiplier, delta=1e-5, defaults="paper")
+    assert again.epsilon <= 2.0
+    assert again.epsilon == pytest.approx(rep.epsilon, rel=1e-9)
