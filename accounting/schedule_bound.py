@@ -411,24 +411,29 @@ def _lattice_bound(
     ``_PASSES - 1`` times by at most ``budget`` points where the brackets of the ``focus``
     orders are widest."""
     g = _sigma_grid(lo, hi, ratio)
+    every = np.ones(o.size, dtype=bool)  # the reported gaps use the sharp lower bounds throughout
     for it in range(_PASSES):
-        total, gap, excess, why = _bound_on_lattice(sched, q, g, o)
-        if it == _PASSES - 1 or budget <= 0 or not focus.any():
+        last = it == _PASSES - 1 or budget <= 0 or not focus.any()
+        total, gap, excess, why = _bound_on_lattice(sched, q, g, o, every if last else focus)
+        if last:
             break
         finer = _refine(g, total[focus], excess[:, focus], ratio, budget)
         if finer is None:
+            if not focus.all():
+                total, gap, excess, why = _bound_on_lattice(sched, q, g, o, every)
             break
         g = finer
     return total, gap, why
 
 
 def _bound_on_lattice(
-    sched: tuple[str, float, int, float], q: float, g: np.ndarray, o: np.ndarray
+    sched: tuple[str, float, int, float], q: float, g: np.ndarray, o: np.ndarray, focus: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, str]]:
     """Steps 1-6 on the lattice ``g`` (increasing, ``g[0] = sigma_T``, ``g[-1] = sigma_1``).
 
     Returns ``(total, gap, excess, reasons)``: the upper bound per order, the bracket width
-    (upper minus the monotone lower bound), the same per cell (shape ``(m, n_orders)``, to
+    (upper minus a lower bound: :func:`_lower_cells` for the ``focus`` orders, monotonicity
+    for the others), the same per cell (shape ``(m, n_orders)``, to
     refine) and the orders that could not be evaluated at some lattice point."""
     name, sigma, t, r = sched
     vals, why = _values(q, g, o)  # exact per-step RDP at the lattice points, cached
@@ -451,7 +456,9 @@ def _bound_on_lattice(
     with np.errstate(invalid="ignore"):
         mono = np.where(nz, n[:, None] * f_lo, 0.0)
         chord = np.where(nz, n[:, None] * f_hi + np.maximum(f_lo - f_hi, 0.0) * tau[:, None], 0.0)
-        lower = _lower_cells(o, vals, big_s, n, tau_lo)
+        lower = np.where(nz, n[:, None] * f_hi, 0.0)  # monotonicity; sharper for the focus orders
+        if focus.any():
+            lower[:, focus] = _lower_cells(o[focus], vals[:, focus], big_s, n, tau_lo)
     is_int = o == np.floor(o)
     # fractional orders: chord of A = exp((alpha-1) f) in s (step 3b), averaged over the cell
     am1 = o - 1.0
