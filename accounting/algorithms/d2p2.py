@@ -216,6 +216,8 @@ class _D2P2Family(Algorithm):
             if accountant == "pld":
                 return _grouped_pld_epsilon(p.sample_rate, zz, counts, delta)
             if smooth:  # closed-form schedule bound: cost independent of T (accounting.schedule_bound)
+                # it bounds the schedule of base / factor; (base / factor) / sqrt(k) and
+                # (base / sqrt(k)) / factor differ by at most an ulp: rounding level
                 from accounting.schedule_bound import smooth_schedule_rdp
 
                 curve = smooth_schedule_rdp(
