@@ -209,8 +209,7 @@ class RdpCurve:
         object.__setattr__(self, "rdp", rdp)
         object.__setattr__(self, "dropped", dropped)
         bounded = _merge_bounded(tuple(self.bounded))
-        known = set(orders.tolist())  # once, not per entry: long schedules bound every order
-        unknown = [o for o, _ in bounded if o not in known]
+        unknown = sorted({o for o, _ in bounded} - set(orders.tolist()))  # one set, not one per entry
         if unknown:
             raise ValueError(f"bounded lists orders not in the curve: {unknown[:3]}")
         object.__setattr__(self, "bounded", bounded)

@@ -43,8 +43,10 @@ def _log(msg: str) -> None:
 
 def _clear_caches() -> None:
     import accounting.rdp as rdp_mod
+    import accounting.schedule_bound as smooth_mod
 
     rdp_mod._GRID_CACHE.clear()
+    smooth_mod._CACHE.clear()
 
 
 def cpu_best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
