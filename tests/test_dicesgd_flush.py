@@ -179,7 +179,7 @@ def test_regime_switch_is_conservative():
     """Near P(E^c) = delta the flush bound pays for it in delta_RDP and the report takes the minimum."""
     # the others' batch k_max = 2 C2/rho B - 1 crosses the binomial's upper tail as C2 shrinks
     seen = set()
-    for c2 in np.linspace(0.52, 0.6, 17):
+    for c2 in np.linspace(0.52, 0.6, 9):  # 0.01 apart: still crosses from flush to hidden-state
         rep = _report(noise_multiplier=1.5, delta=1e-5, residual_clip=0.5, c2=float(c2))
         d = rep.details
         regimes = {k: v for k, v in d["regimes"].items() if math.isfinite(v)}
@@ -197,7 +197,8 @@ def test_regime_switch_is_conservative():
 
 
 @pytest.mark.parametrize("variant", ["grad_bound", "residual_clip"])
-@pytest.mark.parametrize("seed", range(5))
+# seeds 0 and 1 run by default (both variants); seeds 2-4 are the same property on more draws (slow)
+@pytest.mark.parametrize("seed", [0, 1, *(pytest.param(s, marks=pytest.mark.slow) for s in (2, 3, 4))])
 def test_flush_bound_never_below_audit_on_random_instances(seed, variant):
     """The audit's lattice instance with excess (G - C1) <= C2 B is exactly the flush picture."""
     from accounting.audit import run_audit
