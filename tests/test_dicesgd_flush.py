@@ -179,7 +179,7 @@ def test_regime_switch_is_conservative():
     """Near P(E^c) = delta the flush bound pays for it in delta_RDP and the report takes the minimum."""
     # the others' batch k_max = 2 C2/rho B - 1 crosses the binomial's upper tail as C2 shrinks
     seen = set()
-    for c2 in np.linspace(0.52, 0.6, 17):
+    for c2 in np.linspace(0.52, 0.6, 9):  # 0.01 apart: still crosses from flush to hidden-state
         rep = _report(noise_multiplier=1.5, delta=1e-5, residual_clip=0.5, c2=float(c2))
         d = rep.details
         regimes = {k: v for k, v in d["regimes"].items() if math.isfinite(v)}
@@ -197,7 +197,8 @@ def test_regime_switch_is_conservative():
 
 
 @pytest.mark.parametrize("variant", ["grad_bound", "residual_clip"])
-@pytest.mark.parametrize("seed", range(5))
+# seeds 0 and 1 run by default (both variants); seeds 2-4 are the same property on more draws (slow)
+@pytest.mark.parametrize("seed", [0, 1, *(pytest.param(s, marks=pytest.mark.slow) for s in (2, 3, 4))])
 def test_flush_bound_never_below_audit_on_random_instances(seed, variant):
     """The audit's lattice instance with excess (G - C1) <= C2 B is exactly the flush picture."""
     from accounting.audit import run_audit
@@ -232,11 +233,18 @@ def test_defaults_numbers():
     """The issue's example: G = 1.5 and R = 0.5 at the DiceSGD defaults certify ~1.5x DP-SGD's noise."""
     from dptheory import api
 
-    for extra in (dict(grad_bound=1.5), dict(residual_clip=0.5)):
-        rep = api.calibrate(defaults="paper", eps=2, delta=1e-5, algo="dicesgd", **extra)
-        assert rep.details["regime"] == "flush"
-        assert 1.50 < rep.noise_multiplier < 1.52
-        assert rep.epsilon <= 2
+    rep = api.calibrate(defaults="paper", eps=2, delta=1e-5, algo="dicesgd", grad_bound=1.5)
+    assert rep.details["regime"] == "flush"
+    assert 1.50 < rep.noise_multiplier < 1.52
+    assert rep.epsilon <= 2
+    # R = 0.5: the same bracket, read from two epsilon evaluations instead of a second calibration
+    # (epsilon is monotone in z; test_c2_auto_with_residual_clip calibrates with --residual-clip)
+    at = {
+        z: api.epsilon(defaults="paper", noise_multiplier=z, delta=1e-5, algo="dicesgd", residual_clip=0.5)
+        for z in (1.50, 1.52)
+    }
+    assert all(r.details["regime"] == "flush" for r in at.values())
+    assert at[1.50].epsilon > 2 >= at[1.52].epsilon
 
 
 def test_c2_auto_with_residual_clip():

@@ -7,7 +7,6 @@ protocol itself is tested fast in tests/test_flower_apps.py.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -96,18 +95,13 @@ def test_deployment_timeout_kills_everything(monkeypatch) -> None:
     assert len(seen_before_stop) >= 3  # SuperLink and two SuperNodes at least
 
 
-def test_flower_backend_refuses_other_algorithms() -> None:
-    env = dict(os.environ)
-    out = subprocess.run(
-        [sys.executable, "-m", "dptheory.cli.main", "run", "--algo", "dpsgd", "--problem", "quadratic"]
-        + ["--backend", "flower"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
+def test_flower_backend_refuses_other_algorithms(capsys) -> None:
+    """In process (the exit-status contract of a real process is tested in tests/test_cli_run.py)."""
+    from dptheory.cli.main import main
+
+    rc = main(["run", "--algo", "dpsgd", "--problem", "quadratic", "--backend", "flower"])
+    assert rc == 2
+    lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--backend" in lines[0] and "clip21sgd2m" in lines[0]
 
 
