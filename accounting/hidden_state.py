@@ -86,13 +86,25 @@ def _sg_table(sample_rate: float, noise_multipliers: np.ndarray, orders: np.ndar
     Non-finite entries (orders the subsampled-Gaussian routine could not evaluate) become +inf, which
     is conservative; the caller reports them as dropped.
     """
+    z = np.asarray(noise_multipliers, dtype=float)
+    orders = np.asarray(orders, dtype=float)
+    return _sg_table_memo(float(sample_rate), z.tobytes(), orders.tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _sg_table_memo(sample_rate: float, z_bytes: bytes, orders_bytes: bytes) -> np.ndarray:
+    """:func:`_sg_table` memoised (read-only result): the certified and the flush bounds, and the
+    audits that report them, ask for the same tables of one configuration."""
     from accounting.rdp import subsampled_gaussian_rdp_steps
 
-    z = np.asarray(noise_multipliers, dtype=float)
-    q = np.full_like(z, float(sample_rate))
+    z = np.frombuffer(z_bytes, dtype=float)
+    orders = np.frombuffer(orders_bytes, dtype=float)
+    q = np.full_like(z, sample_rate)
     table = np.asarray(subsampled_gaussian_rdp_steps(q, z, orders), dtype=float)
     table = table.reshape(z.size, orders.size)
-    return np.where(np.isfinite(table), table, np.inf)
+    out = np.where(np.isfinite(table), table, np.inf)
+    out.setflags(write=False)
+    return out
 
 
 def _per_step_rdp(
