@@ -31,6 +31,7 @@ multiplier ``z C1 / (C1 + rho)``; then it is ``(eps, delta_RDP + P(E^c))``-DP
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -85,13 +86,25 @@ def _sg_table(sample_rate: float, noise_multipliers: np.ndarray, orders: np.ndar
     Non-finite entries (orders the subsampled-Gaussian routine could not evaluate) become +inf, which
     is conservative; the caller reports them as dropped.
     """
+    z = np.asarray(noise_multipliers, dtype=float)
+    orders = np.asarray(orders, dtype=float)
+    return _sg_table_memo(float(sample_rate), z.tobytes(), orders.tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _sg_table_memo(sample_rate: float, z_bytes: bytes, orders_bytes: bytes) -> np.ndarray:
+    """:func:`_sg_table` memoised (read-only result): the certified and the flush bounds, and the
+    audits that report them, ask for the same tables of one configuration."""
     from accounting.rdp import subsampled_gaussian_rdp_steps
 
-    z = np.asarray(noise_multipliers, dtype=float)
-    q = np.full_like(z, float(sample_rate))
+    z = np.frombuffer(z_bytes, dtype=float)
+    orders = np.frombuffer(orders_bytes, dtype=float)
+    q = np.full_like(z, sample_rate)
     table = np.asarray(subsampled_gaussian_rdp_steps(q, z, orders), dtype=float)
     table = table.reshape(z.size, orders.size)
-    return np.where(np.isfinite(table), table, np.inf)
+    out = np.where(np.isfinite(table), table, np.inf)
+    out.setflags(write=False)
+    return out
 
 
 def _per_step_rdp(
@@ -161,6 +174,22 @@ def dicesgd_certified_rdp(
         sample_rate, noise_multiplier, steps, c1, c2, batch_size, grad_bound
     )
     orders = np.asarray(orders, dtype=float)
+    # RdpCurve copies its arrays, so callers never share (or can mutate) the cached ones.
+    rdp, dropped = _certified_rdp_memo(q, z, t, c1v, c2v, b, g, orders.tobytes())
+    return RdpCurve(orders=orders, rdp=rdp, dropped=dropped)
+
+
+@functools.lru_cache(maxsize=64)
+def _certified_rdp_memo(
+    q: float, z: float, t: int, c1v: float, c2v: float, b: float, g: float | None, orders_bytes: bytes
+) -> tuple[np.ndarray, tuple[tuple[float, str], ...]]:
+    """The body of :func:`dicesgd_certified_rdp` on validated inputs, memoised.
+
+    It is a pure function of its arguments; the same configuration is evaluated several times
+    by one process (an audit and the verification claims that compare against it both ask for
+    the certified curve), and each evaluation costs ~0.1-0.5 s.
+    """
+    orders = np.frombuffer(orders_bytes, dtype=float)
     u_norm = hidden_state_shift_bounds(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g) * b / c1v
     sg_full = _sg_table(q, np.array([z]), orders)[0]
     if np.any(u_norm > 0):
@@ -173,7 +202,8 @@ def dicesgd_certified_rdp(
         for a, v in zip(orders, rdp, strict=True)
         if not np.isfinite(v)
     )
-    return RdpCurve(orders=orders, rdp=rdp, dropped=dropped)
+    rdp.setflags(write=False)
+    return rdp, dropped
 
 
 def dicesgd_certified_epsilon(*, delta: float, **kwargs) -> float:

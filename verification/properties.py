@@ -9,6 +9,7 @@ numpy/scipy only at import; mpmath (shipped with sympy) and hypothesis are impor
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable
@@ -370,7 +371,21 @@ def sgm_rdp_quadrature(q: float, z: float, alpha: float, dps: int = 40) -> float
     """
     import mpmath as mp
 
-    mp.mp.dps = dps
+    mp.mp.dps = dps  # callers (d2p2 Lemma 5) go on computing at this precision
+    return _sgm_rdp_quadrature_memo(float(q), float(z), float(alpha), int(dps))
+
+
+@functools.lru_cache(maxsize=256)
+def _sgm_rdp_quadrature_memo(q: float, z: float, alpha: float, dps: int) -> float:
+    """:func:`sgm_rdp_quadrature` itself, memoised: a few seconds per call, and several checks
+    evaluate the same (q, z, alpha) point (e.g. Lemma 5's searches under two log bases)."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        return _sgm_rdp_quadrature_at(mp, q, z, alpha)
+
+
+def _sgm_rdp_quadrature_at(mp, q: float, z: float, alpha: float) -> float:
     qq, zz, al = mp.mpf(q), mp.mpf(z), mp.mpf(alpha)
 
     def ratio(t):
