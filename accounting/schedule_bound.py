@@ -511,7 +511,7 @@ def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinc
     default) or, from :data:`accounting.rdp.AUTO_GRID_MIN_ROWS` on, its own sigma grid.  The
     bound is taken from that threshold on (shorter schedules stay exact, so they agree with
     dp-accounting to rounding) where it costs at most half."""
-    from accounting.rdp import AUTO_GRID_MIN_ROWS
+    from accounting.sigma_grid import AUTO_GRID_MIN_ROWS  # its home: monkeypatches land there
 
     if name not in SMOOTH_SCHEDULES or (name == "exp" and not rho > 1.0) or steps <= 1:
         return False

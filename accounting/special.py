@@ -7,7 +7,7 @@ Why: ``import scipy.special`` pulls scipy's array-API layer (``numpy.f2py``, ``n
 Numerics (soundness: the RDP code's rounding allowances were set with scipy's values, so these
 must be as accurate).  ``tests/test_special.py`` checks both libraries against 40-digit mpmath
 over the whole range the RDP code uses, extremes included, and that the RDP curves computed
-with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``rdp._FRAC_ROUNDING``):
+with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._log_a_frac._FRAC_ROUNDING``):
 
 * :func:`gammaln` -- ``log|Gamma(x)|``, measured within 4 ulp of ``max(1, |lgamma|)`` (scipy: 3).
   - ``x >= 13``: Stirling's series ``(x - 1/2) log x - x + log(2 pi)/2 + sum_k B_2k / (2k (2k-1)

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import accounting.rdp as rdp_mod
+import accounting.sigma_grid as sigma_grid
 from accounting.calibration import calibrate_decreasing
 from accounting.conversion import rdp_to_epsilon
 from accounting.rdp import coarse_bounds, subsampled_gaussian_rdp
@@ -90,7 +91,7 @@ def test_coarse_bounds_are_above_exact(sched) -> None:
 
 def test_auto_cost_rule_is_an_upper_bound(monkeypatch) -> None:
     """The cost rule's grid choice (here from 300 distinct steps) is sound and says so."""
-    monkeypatch.setattr(rdp_mod, "AUTO_GRID_MIN_ROWS", 300)
+    monkeypatch.setattr(sigma_grid, "AUTO_GRID_MIN_ROWS", 300)
     z = _schedule("inv-sqrt-k", 3.0, 600)
     auto = subsampled_gaussian_rdp(0.02, z, ORDERS)
     assert auto.bounded
@@ -147,7 +148,7 @@ def test_calibrate_agrees_with_epsilon_on_a_grid_schedule(algo, monkeypatch) -> 
     """The calibrated noise of a schedule on the grid path reproduces its epsilon exactly."""
     from dptheory import api
 
-    monkeypatch.setattr(rdp_mod, "AUTO_GRID_MIN_ROWS", 300)
+    monkeypatch.setattr(sigma_grid, "AUTO_GRID_MIN_ROWS", 300)
     kw = dict(algo=algo, delta=1e-5, sample_rate=0.02, steps=600, schedule="inv-sqrt-k")
     rep = api.calibrate(eps=3.0, **kw)
     assert rep.epsilon <= 3.0

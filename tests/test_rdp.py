@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accounting import _log_a_frac, _rdp_evaluate
 from accounting import rdp as rdp_mod
 from accounting.errors import InvalidParameter
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS, parse_orders
@@ -69,9 +70,9 @@ def test_agrees_with_dp_accounting_default_grid_regimes():
 def test_pruned_block_path_equals_dense_path(monkeypatch):
     z = 3.0 / np.sqrt(np.arange(1, 41))
     orders = np.array([2.0, 17.0, 64.0, 512.0, 2048.0])
-    monkeypatch.setattr(rdp_mod, "_DENSE_MAX_ORDER", 10**6)
+    monkeypatch.setattr(_rdp_evaluate, "_DENSE_MAX_ORDER", 10**6)
     dense = subsampled_gaussian_rdp_steps(0.05, z, orders)
-    monkeypatch.setattr(rdp_mod, "_DENSE_BUDGET", 0)
+    monkeypatch.setattr(_rdp_evaluate, "_DENSE_BUDGET", 0)
     blocks = subsampled_gaussian_rdp_steps(0.05, z, orders)
     np.testing.assert_allclose(blocks, dense, rtol=1e-12, atol=1e-15)
 
@@ -153,12 +154,13 @@ def test_overflow_is_dropped_with_reason():
 
 def test_nonconverging_series_falls_back_to_the_order_chord(monkeypatch):
     # log A is convex in alpha and 0 at alpha = 1: for alpha in (1, 2), D_alpha <= D_2.
-    monkeypatch.setattr(rdp_mod, "_FRAC_MAX_TERMS", 8)
+    monkeypatch.setattr(_rdp_evaluate, "_FRAC_MAX_TERMS", 8)
     curve = subsampled_gaussian_rdp(0.5, 1.0, [1.1, 2.0])
     assert curve.dropped == ()
     assert curve.rdp[0] == pytest.approx(curve.rdp[1], rel=1e-15)
     # and when the chord is unusable too (its integer order overflows), the order is dropped
-    monkeypatch.setattr(rdp_mod, "_log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
+    for mod in (_log_a_frac, _rdp_evaluate):  # every module that calls it
+        monkeypatch.setattr(mod, "_log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
     curve = subsampled_gaussian_rdp(0.5, 1.0, [1.1])
     assert 1.1 in dict(curve.dropped) and "did not converge" in dict(curve.dropped)[1.1]
     assert math.isinf(curve.rdp[0])

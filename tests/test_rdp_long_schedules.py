@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from accounting import rdp as rdp_mod
+from accounting import sigma_grid
 from accounting.conversion import rdp_to_epsilon
 from accounting.errors import InvalidParameter
 from accounting.events import ScheduleEvent
@@ -161,9 +162,9 @@ def test_auto_switches_at_threshold(monkeypatch) -> None:
     z = 100.0 / np.sqrt(np.arange(1, 3001))
     assert not subsampled_gaussian_rdp(0.01, z[:1999], ORDERS).bounded  # below AUTO_GRID_MIN_ROWS: exact
     assert subsampled_gaussian_rdp(0.01, z, ORDERS).bounded  # the grid costs less than half: bound
-    monkeypatch.setattr(rdp_mod, "AUTO_GRID_MIN_ROWS", 10**9)
+    monkeypatch.setattr(sigma_grid, "AUTO_GRID_MIN_ROWS", 10**9)
     assert not subsampled_gaussian_rdp(0.01, z, ORDERS).bounded
-    monkeypatch.setattr(rdp_mod, "AUTO_GRID_THRESHOLD", 1000)
+    monkeypatch.setattr(sigma_grid, "AUTO_GRID_THRESHOLD", 1000)
     curve = subsampled_gaussian_rdp(0.01, z, ORDERS)
     assert curve.bounded
     # ScheduleEvent goes through the same default (auto)

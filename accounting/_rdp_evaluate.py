@@ -1,0 +1,238 @@
+"""Per-step RDP of Poisson-subsampled Gaussian steps at every order (:func:`_evaluate`): the
+dominant-term shortcut (:func:`_top_ok`) and the dispatch to the integer- and fractional-order
+routines.  Part of :mod:`accounting.rdp`; see that module's docstring for the numerics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accounting._log_a_frac import (
+    _NDTR_ONE,
+    _frac_tables_stacked,
+    _frac_with_chord,
+    _log_a_frac,
+)
+from accounting._log_a_int import (
+    _CHUNK_ELEMS,
+    _INT_PRUNE,
+    _log_a_int_dense,
+    _log_a_int_precise,
+    _log_s,
+)
+
+# Fractional orders: give up (drop the order) after this many terms of each series.
+_FRAC_MAX_TERMS = 4096
+# Integer orders: sum every term of every order at once when rows x terms is below this.
+# (only for few rows: with many rows the pruned per-order blocks of _log_a_int are cheaper)
+_DENSE_BUDGET = 1 << 24
+_DENSE_MAX_ORDER = 128
+_DENSE_MAX_ROWS = 64
+
+
+def _top_ok(
+    lq: np.ndarray,
+    l1q: np.ndarray,
+    s: np.ndarray,
+    sigma: np.ndarray,
+    a: np.ndarray,
+    is_int: np.ndarray,
+    log_s0: np.ndarray,
+) -> np.ndarray:
+    """Elementwise test: does the ``k = alpha`` term certify ``log A = log g(alpha)``?
+
+    With ``g(x) = q^x (1-q)^(alpha-x) exp((x^2-x)/(2 sigma^2))`` (log-convex, ``g(0) <= 1``), the
+    top term is ``g(alpha)`` (times ``Phi((alpha-z0)/sigma)`` for fractional orders).  Bounds on
+    everything else:
+
+    * integer alpha: ``sum_{k<alpha} C(alpha,k) g(k) <= 2^alpha max(g(0), g(alpha-1))``
+      (log-convexity) and ``<= exp((alpha-1)(alpha-2) s)`` (binomial weights sum to <= 1);
+    * fractional alpha: by :func:`_frac_tail_log_bound` at n = 0 (first series) and n = 1
+      (second series) the rest is ``<= 2 S(0) max(1, g(alpha-1))``; ``Phi((alpha-z0)/sigma) = 1``
+      to within 1e-23 when its argument is >= 10.
+
+    Where the rest is below ``g(alpha) e^-60``, ``log A = log g(alpha)`` to within ``e^-60``
+    absolute (far below rounding) -- also what dp-accounting's sums evaluate to.  Then
+    ``rdp = (alpha log q)/(alpha-1) + alpha s``.
+
+    For fixed ``q <= 1/2`` the test is monotone in ``s`` (true for all s above a threshold):
+    ``top - (alpha-1)(alpha-2)s``, ``top``, ``top - prev`` and the Phi argument all increase
+    with s (the latter because ``z0 = sigma^2 log(1/q-1) + 1/2`` and ``log(1/q-1) >= 0``).
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        top = a * lq + (a * a - a) * s
+        prev = (a - 1.0) * lq + l1q + (a - 1.0) * (a - 2.0) * s
+        pmax = np.maximum(prev, 0.0)
+        rest_int = np.minimum((a - 1.0) * (a - 2.0) * s, a * math.log(2.0) + pmax)
+        rest_frac = math.log(2.0) + log_s0 + pmax
+        rest = np.where(is_int, rest_int, rest_frac)
+        ok = top - rest >= _INT_PRUNE
+        z0 = sigma * sigma * (l1q - lq) + 0.5
+        ok &= is_int | ((a - z0) / sigma >= _NDTR_ONE)
+    return ok
+
+
+def _evaluate(
+    q: np.ndarray, sig: np.ndarray, orders: np.ndarray, weights: np.ndarray | None
+) -> tuple[np.ndarray, dict[int, str]]:
+    """RDP of steps ``(q_t, sigma_t)`` at each order.
+
+    ``weights is None``: the ``(T, n)`` matrix (NaN where not evaluable).  Otherwise the
+    weighted column sums ``sum_t w_t rdp[t]`` (NaN at orders with a non-evaluable entry).
+    Also returns ``{order index: reason}`` for the first failure at each order.
+    """
+    t_len, n_ord = q.size, orders.size
+    matrix = weights is None
+    out = np.full((t_len, n_ord), np.nan) if matrix else None
+    total = np.zeros(n_ord)
+    w = np.ones(t_len) if weights is None else np.asarray(weights, dtype=float)
+    reasons: dict[int, str] = {}
+    with np.errstate(divide="ignore", over="ignore"):
+        s = 0.5 / (sig * sig)
+    log_s = _log_s(sig)
+
+    def note(col: int, rows: np.ndarray, why: str) -> None:
+        if col not in reasons and rows.size:
+            r = rows[0]
+            reasons[col] = f"{why} (q={q[r]:.6g}, noise multiplier={sig[r]:.6g})"
+
+    def put(col: int, rows: np.ndarray, vals: np.ndarray) -> None:
+        if matrix:
+            out[rows, col] = vals
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                total[col] += float(np.dot(w[rows], np.maximum(vals, 0.0)))
+
+    full = np.nonzero(q == 1.0)[0]
+    if full.size:
+        for col in range(n_ord):
+            with np.errstate(over="ignore"):
+                put(col, full, orders[col] * s[full])
+    with np.errstate(divide="ignore"):
+        lq_all = np.log(q)
+        l1q_all = np.log1p(-q)
+    is_int = orders == np.floor(orders)
+    frac_cols = np.nonzero(~is_int)[0]
+    n_terms = 0
+    log_s0 = np.zeros(n_ord)
+    tabs: tuple[np.ndarray, ...] = ()
+    if frac_cols.size:
+        n_terms = max(_FRAC_MAX_TERMS, int(2 * orders[frac_cols].max()) + 64)
+        tabs = _frac_tables_stacked(tuple(float(orders[c]) for c in frac_cols), n_terms)
+        log_s0[frac_cols] = tabs[2][:, 0]
+
+    slow: list[list[np.ndarray]] = [[] for _ in range(n_ord)]
+    sub = np.nonzero(q < 1.0)[0]
+    uq, grp = np.unique(q[sub], return_inverse=True)
+    cols = np.arange(n_ord)
+    for g, qg in enumerate(uq):
+        rows = sub[grp.reshape(-1) == g]
+        lq_g, l1q_g = float(lq_all[rows[0]]), float(l1q_all[rows[0]])
+        # s = inf (sigma below ~1e-154) cannot be evaluated: straight to the slow path, which
+        # reports the overflow; keeps the monotone search below well defined.
+        inf_rows = rows[~np.isfinite(s[rows])]
+        if inf_rows.size:
+            rows = rows[np.isfinite(s[rows])]
+            for col in cols:
+                slow[col].append(inf_rows)
+            if not rows.size:
+                continue
+        if qg <= 0.5:
+            # Monotone in s: sort by s descending, binary-search the dominated prefix per order.
+            rows = rows[np.argsort(-s[rows], kind="stable")]
+            m = rows.size
+            lo, hi = np.zeros(n_ord, dtype=np.int64), np.full(n_ord, m, dtype=np.int64)
+            while np.any(lo < hi):
+                act = lo < hi
+                mid = (lo + hi) // 2
+                r = rows[np.minimum(mid, m - 1)]
+                ok = _top_ok(lq_g, l1q_g, s[r], sig[r], orders, is_int, log_s0) & act
+                lo = np.where(ok, mid + 1, lo)
+                hi = np.where(act & ~ok, mid, hi)
+            prefix = lo
+            ws = np.concatenate([[0.0], np.cumsum(w[rows])])
+            wss = np.concatenate([[0.0], np.cumsum(w[rows] * s[rows])])
+            for col in cols:
+                p = int(prefix[col])
+                a = orders[col]
+                if p:
+                    if matrix:
+                        out[rows[:p], col] = a * lq_g / (a - 1.0) + a * s[rows[:p]]
+                    else:
+                        with np.errstate(over="ignore", invalid="ignore"):
+                            total[col] += a * lq_g / (a - 1.0) * ws[p] + a * wss[p]
+                if p < m:
+                    slow[col].append(rows[p:])
+        else:
+            chunk = max(1, _CHUNK_ELEMS // n_ord)
+            for a0 in range(0, rows.size, chunk):
+                rr = rows[a0 : a0 + chunk]
+                ok = _top_ok(
+                    lq_g, l1q_g, s[rr, None], sig[rr, None], orders[None, :], is_int[None, :], log_s0[None, :]
+                )
+                for col in cols:
+                    fr = rr[ok[:, col]]
+                    a = orders[col]
+                    if fr.size:
+                        put(col, fr, a * lq_g / (a - 1.0) + a * s[fr])
+                    if fr.size < rr.size:
+                        slow[col].append(rr[~ok[:, col]])
+
+    # Small integer orders: one dense pass over all their terms (few rows) ...
+    int_cols = [int(c) for c in np.nonzero(is_int)[0] if slow[c] and orders[c] <= _DENSE_MAX_ORDER]
+    big_cols = [int(c) for c in np.nonzero(is_int)[0] if slow[c] and orders[c] > _DENSE_MAX_ORDER]
+    for col in big_cols:  # ... large ones: pruned blocks, per order, on their own slow rows
+        rows = np.concatenate(slow[col])
+        alpha = int(orders[col])
+        put(col, rows, _log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+    if int_cols:
+        alphas = tuple(int(orders[c]) for c in int_cols)
+        union = np.unique(np.concatenate([np.concatenate(slow[c]) for c in int_cols]))
+        if union.size <= _DENSE_MAX_ROWS and union.size * sum(al + 1 for al in alphas) <= _DENSE_BUDGET:
+            la = _log_a_int_dense(lq_all[union], l1q_all[union], s[union], log_s[union], alphas)
+            pos = {int(r): i for i, r in enumerate(union)} if union.size < 64 else None
+            for j, col in enumerate(int_cols):
+                rows = np.concatenate(slow[col])
+                idx = np.searchsorted(union, rows) if pos is None else [pos[int(r)] for r in rows]
+                put(col, rows, la[idx, j] / (alphas[j] - 1))
+        else:
+            for col, alpha in zip(int_cols, alphas, strict=True):
+                rows = np.concatenate(slow[col])
+                put(col, rows, _log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+    if frac_cols.size:
+        pr = [np.concatenate(slow[c]) if slow[c] else np.zeros(0, dtype=np.int64) for c in frac_cols]
+        r_idx = np.concatenate(pr)
+        j_idx = np.repeat(np.arange(frac_cols.size), [x.size for x in pr])
+        per = 1 << 16
+        for a0 in range(0, r_idx.size, per):
+            rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
+            alpha = orders[frac_cols][jj]
+            la, st = _log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs)
+            la, st = _frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s)
+            vals = la / (alpha - 1.0)
+            for j in np.unique(jj):
+                sel = jj == j
+                put(int(frac_cols[j]), rr[sel], vals[sel])
+            for code, why in (
+                (2, f"fractional-order series did not converge within {n_terms} terms"),
+                (3, "overflow in the fractional-order series"),
+            ):
+                bad = st == code
+                for j in np.unique(jj[bad]):
+                    note(int(frac_cols[j]), rr[bad & (jj == j)], why)
+
+    if matrix:
+        # RDP is a Renyi divergence, hence >= 0; tiny negative values are log-space rounding.
+        with np.errstate(invalid="ignore"):
+            out = np.where(out < 0, 0.0, out)
+        for col in np.nonzero(~np.isfinite(out).all(axis=0))[0]:
+            rows = np.nonzero(~np.isfinite(out[:, col]))[0]
+            note(int(col), rows, "overflow: RDP not representable in double precision")
+        out[~np.isfinite(out)] = np.nan
+        return out, reasons
+    for col in np.nonzero(~np.isfinite(total))[0]:
+        if int(col) not in reasons:
+            reasons[int(col)] = "overflow: composed RDP not representable in double precision"
+    total[~np.isfinite(total)] = np.nan
+    return total, reasons
