@@ -112,14 +112,16 @@ def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -
         )
     gaps = dict(curve.bounded)
     if order in gaps and best > 0:
-        # Grid upper bounds (accounting.rdp, long schedules): the exact epsilon is at least the
+        # Certified upper bounds (sigma grid of accounting.rdp, or the smooth-schedule bound of
+        # accounting.schedule_bound, long schedules): the exact epsilon is at least the
         # minimum over orders of (epsilon computed from rdp - gap) -- approximately, gaps are
         # estimates -- so the overstatement is about ``best`` minus that minimum.
         g = np.array([gaps.get(float(o), 0.0) for o in curve.orders])
         low = epsilon_per_order(curve.orders, np.maximum(curve.rdp - g, 0.0), delta, method)
         excess = max(0.0, best - float(np.min(low)))
         warnings.append(
-            f"long schedule: the RDP at order {order:g} is a sigma-grid upper bound (sound); epsilon "
+            f"long schedule: the RDP at order {order:g} is a certified upper bound (sigma grid or "
+            f"smooth-schedule bound), not an exact evaluation; epsilon "
             f"may exceed the exact value by about {excess:.3g} ({excess / best:.1e} relative)"
         )
     return EpsilonResult(best, delta, order, method, on_edge, tuple(warnings))
