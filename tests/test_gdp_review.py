@@ -1,20 +1,25 @@
 """Regression tests for the review of the GDP fast paths (accounting/gdp_curve.py, gaussian_pld.py,
 audit/stats.py): the certified epsilon is >= and the audit epsilon <= an independent mpmath
-reference over mu in [1e-12, 1e9] and delta in [1e-300, 0.99]; the reviewer's reproducers."""
+reference over mu in [1e-12, 1e9] and delta in [1e-300, 0.99]; the reviewer's reproducers; and
+the accountant's grid rule (accounting/step_groups.py) against exact evaluation."""
 
 from __future__ import annotations
 
 import math
 
 import mpmath as mp
+import numpy as np
 import pytest
 
+from accounting import step_groups
+from accounting.accountant import RdpAccountant
 from accounting.algorithms.base import pld_event_epsilon
 from accounting.audit.clip21 import clip21_epsilon_lower
 from accounting.audit.stats import gaussian_epsilon
 from accounting.events import ComposedEvent, GaussianEvent, SelfComposedEvent, SubsampledGaussianEvent
 from accounting.gaussian_pld import gaussian_mu, gdp_delta, gdp_epsilon
 from accounting.gdp_curve import gdp_delta_bounds
+from accounting.step_groups import GRID_MAX_LEVEL
 
 MP_DPS = 80  # terms of size ~1e-300 that cancel to 1e-12 relative need ~30 digits; 80 is ample
 
@@ -103,3 +108,39 @@ def test_f5_mu_is_rounded_up_against_an_exact_sum() -> None:
     ref = exact_mu(pairs)
     assert mu >= ref
     assert mu <= ref * (1 + 1e-14)
+
+
+# --- F6: the accountant's grid rule --------------------------------------------------------
+
+
+def _eps(evaluation: str, sigmas: np.ndarray, q: float) -> tuple[float, RdpAccountant]:
+    acc = RdpAccountant(evaluation=evaluation)
+    for s in sigmas:
+        acc.step(noise_multiplier=float(s), sample_rate=q)
+    return acc.get_epsilon(1e-5), acc
+
+
+def test_f6_grid_rule_stays_close_to_exact_on_a_narrow_sigma_range() -> None:
+    # the reviewer's worst ordinary case: 504 steps over a 15% sigma range (9 grid points at 1.02)
+    sigmas = np.linspace(0.417, 0.364, 504)
+    auto, acc = _eps("auto", sigmas, 0.035)
+    exact, _ = _eps("exact", sigmas, 0.035)
+    assert acc.rdp_curve().bounded  # the grid is in use
+    assert exact <= auto <= exact * 1.005  # was +2.3% under one fixed ratio
+
+
+@pytest.mark.parametrize("written_level, read_level", [(0, GRID_MAX_LEVEL), (GRID_MAX_LEVEL, 0)])
+def test_f6_checkpoint_of_another_grid_rule_restores_soundly(monkeypatch, written_level, read_level) -> None:
+    """A state written under the one-ratio rule (max level 0) restores under the new rule (its
+    total is above the new bound: kept), and one written under a finer rule restores under a
+    coarser one (below the bound: accepted by the exact check).  Never below exact."""
+    sigmas = np.linspace(0.417, 0.364, 504)
+    monkeypatch.setattr(step_groups, "GRID_MAX_LEVEL", written_level)
+    written, acc = _eps("auto", sigmas, 0.035)
+    state = acc.state_dict()
+    monkeypatch.setattr(step_groups, "GRID_MAX_LEVEL", read_level)
+    restored = RdpAccountant.from_state_dict(state).get_epsilon(1e-5)
+    exact, _ = _eps("exact", sigmas, 0.035)
+    fresh, _ = _eps("auto", sigmas, 0.035)
+    assert restored >= exact
+    assert restored == pytest.approx(max(written, fresh), rel=1e-9)
