@@ -7,17 +7,24 @@ bound).
 
 The profile of ``N(0, 1)`` vs ``N(mu, 1)`` (Balle & Wang 2018, Thm 8; Dong, Roth & Su 2022,
 Cor. 1) is ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, decreasing in ``eps``.
-It is evaluated in log space: ``la = log Phi(-eps/mu + mu/2)``, ``lnb = log Phi(-eps/mu - mu/2)``,
-``gap = la - (eps + lnb) > 0`` and ``delta = e^la (1 - e^-gap)``.
+It is evaluated in log space: with ``x = -eps/mu + mu/2`` and ``xp = -eps/mu - mu/2 <= 0``,
+``la = log Phi(x)``, ``gap = la - eps - log Phi(xp) > 0`` and ``delta = e^la (1 - e^-gap)``.
+``gap`` is not formed as a difference of the huge ``eps`` and ``log Phi(xp)`` (each ~``mu^2/2``):
+with ``F(t) = log Phi(t) + t^2/2 = log(erfcx(-t/sqrt 2) / 2)`` and the exact identity
+``(xp^2 - x^2)/2 = eps``, ``gap = F(x) - F(xp)``, both terms of moderate size (``F(x)`` is taken
+as ``la + x^2/2`` when ``x > 0``, where it does not cancel).
 
-Rounding bound.  scipy's ``log_ndtr`` is accurate to a few ulps of its value; its arguments
-``-eps/mu +- mu/2`` are off by at most 2 ulps of ``eps/mu + mu/2`` (they may cancel), which moves
-``log Phi`` by at most that times ``phi/Phi(t) <= |t| + 1``.  ``la`` and ``lnb`` are therefore
-within ``LOG_ERROR (|.| + 1)`` (~1000x the ulps) plus 4x the argument bound of the exact values,
-and ``gap`` within the sum of both plus ``LOG_ERROR (|eps| + |lnb|)`` for its own additions.
-Widening ``la`` and ``gap`` by these amounts (up for the upper estimate, down for the lower) also
-absorbs the relative rounding of the final ``exp``, ``expm1`` and product (a few ulps, against a
-factor ``e^(+-1e-13)``).
+Rounding bound.  scipy's ``log_ndtr`` and ``erfcx`` are accurate to a few ulps of their values.
+The computed ``x`` and ``xp`` are off by at most 2 ulps of ``a = eps/mu + mu/2`` (``x`` may
+cancel); that moves ``log Phi(x)`` by at most the error times the largest ``phi/Phi(t)`` on the
+error interval (``<= -t + 1`` below 0, ``<= 2 phi(t) <= e^(-t^2/2)`` above, ``phi/Phi`` decreasing),
+and ``F(t)`` by at most the error times ``F'(t) = phi/Phi(t) + t``, which lies in ``(0, 1)`` for
+``t <= 0`` and below ``t + 1`` above (it is ``1 - Var(X | X <= t)`` integrated, increasing).  So
+``la`` is within ``la_err = LOG_ERROR (|la| + 1) + 8 ulp(1) a sup(phi/Phi)`` and ``gap``
+within ``LOG_ERROR (|F(x)| + |F(xp)| + 1) + 8 ulp(1) a (|x| + 2)`` of the exact values (a 4x
+margin on the argument terms, ~1000 ulps on the rest).  Widening ``la`` and ``gap`` by these
+amounts (up for the upper estimate, down for the lower) also absorbs the relative rounding of
+the final ``exp``, ``expm1`` and product (a few ulps, against a factor ``e^(+-1e-13)``).
 
 Where ``gap`` cancels (tiny ``mu``: the two terms agree to many digits), its error bound would
 swamp it, and the bracket of :func:`_gap_bracket` (an integral form, relative width ~``eps``) is
@@ -46,17 +53,20 @@ def _log_terms(mu: float, eps: float) -> tuple[float, float, float, float]:
         return 0.0, math.inf, 0.0, math.inf
     x, xp = -eps / mu + mu / 2, -a  # the two arguments of Phi; xp <= 0
     la = float(log_ndtr(x))
-    # log Phi(t) = -t^2/2 + log(erfcx(-t/sqrt 2)/2), and eps - xp^2/2 = -x^2/2 exactly, so
-    # gap = (la + x^2/2) - log(erfcx(-xp/sqrt 2)/2): no difference of two huge numbers.
+    if x > 1e150:  # gap >= x^2/2 - |F(xp)|: e^-gap is far below the smallest float
+        return la, LOG_ERROR, math.inf, 0.0
+    # F(t) = log Phi(t) + t^2/2 = log(erfcx(-t/sqrt 2)/2) and (xp^2 - x^2)/2 = eps exactly, so
+    # gap = F(x) - F(xp): no difference of two huge numbers.
     log_cx_p = math.log(float(erfcx(-xp / math.sqrt(2))) / 2)
     la_plus = math.log(float(erfcx(-x / math.sqrt(2))) / 2) if x <= 0 else la + x * x / 2
     gap = la_plus - log_cx_p  # > 0 exactly; the log of the ratio of the two terms
-    # x and xp are off by <= 2 ulps of a (x may cancel).  The derivative in t of log Phi(t) is
-    # phi/Phi(t), <= max(-t, 0) + 1 (<= 0.8 for t >= 0, where it decreases); that of
-    # log Phi(t) + t^2/2 is in (0, |t| + 1); that of log erfcx(-t/sqrt 2) is <= 1 in size: hence
-    # the arg terms (4x margin).
+    # x and xp are off by <= 2 ulps of a (x may cancel).  The derivative of F is in (0, 1) for
+    # t <= 0 and (0, t + 1) above: hence the arg terms (4x margin).
     arg_err = 8 * _ULP1 * a
-    la_err = LOG_ERROR * (abs(la) + 1.0) + arg_err * (max(-x, 0.0) + 1.0)
+    # sup of phi/Phi over the argument's error interval: <= |t| + 1 below 0, <= e^(-t^2/2) above
+    t_lo = x - arg_err
+    slope = -t_lo + 1.0 if t_lo < 0 else math.exp(-t_lo * t_lo / 2)
+    la_err = LOG_ERROR * (abs(la) + 1.0) + arg_err * slope
     gap_err = LOG_ERROR * (abs(la_plus) + abs(log_cx_p) + 1.0) + arg_err * (abs(x) + 2.0)
     return la, la_err, gap, gap_err
 
@@ -69,7 +79,10 @@ def _mills_plus_t(t: float) -> tuple[float, float]:
     proportional to ``|phi/Phi| + |t|`` (and ``m' < 1`` absorbs the rounding of ``t`` itself)."""
     from scipy.special import erfcx
 
-    lam = math.sqrt(2 / math.pi) / float(erfcx(-t / math.sqrt(2)))
+    cx = float(erfcx(-t / math.sqrt(2))) if math.isfinite(t) else 0.0
+    if not cx > 0:  # |t| beyond erfcx's range: no information (0 <= m)
+        return 0.0, math.inf
+    lam = math.sqrt(2 / math.pi) / cx
     return lam + t, LOG_ERROR * (abs(lam) + abs(t) + 1.0)
 
 
@@ -94,7 +107,7 @@ def _terms(mu: float, eps: float) -> tuple[float, float, float, float, float]:
     form, intersected with the integral bracket where it cancels (both brackets are sound)."""
     la, la_err, gap, gap_err = _log_terms(mu, eps)
     gap_low, gap_high = gap - gap_err, gap + gap_err
-    if gap_err > 1e-10 * gap:
+    if 1e-10 * gap < gap_err < math.inf:
         int_low, int_high = _gap_bracket(mu, eps)
         gap_low, gap_high = max(gap_low, int_low), min(gap_high, int_high)
         if int_high - int_low < 2 * gap_err:  # the narrower bracket gives the nearest value
