@@ -21,12 +21,14 @@ from accounting.gaussian_pld import gaussian_mu, gdp_delta, gdp_epsilon
 from accounting.gdp_curve import gdp_delta_bounds
 from accounting.step_groups import GRID_MAX_LEVEL
 
-MP_DPS = 80  # terms of size ~1e-300 that cancel to 1e-12 relative need ~30 digits; 80 is ample
+MP_DPS = 80  # exact_mu; exact_delta adds the digits the cancellation of its two terms needs
 
 
 def exact_delta(mu: float, eps: float) -> mp.mpf:
-    """Balle & Wang's delta(eps) of mu-GDP, in 80-digit arithmetic (independent of scipy)."""
-    with mp.workdps(MP_DPS):
+    """Balle & Wang's delta(eps) of mu-GDP in multi-precision arithmetic (independent of scipy).
+
+    The two terms agree to about ``-log10(mu)`` digits when ``mu`` is small: 80 more digits."""
+    with mp.workdps(MP_DPS + max(0, int(-math.log10(mu)))):
         m, e = mp.mpf(mu), mp.mpf(eps)
         return mp.ncdf(-e / m + m / 2) - mp.exp(e) * mp.ncdf(-e / m - m / 2)
 
@@ -67,7 +69,7 @@ def test_bounds_bracket_the_reference_where_the_terms_cancel() -> None:
 def test_f1_audit_of_clip21_tiny_mu_tiny_delta_is_below_truth() -> None:
     e = clip21_epsilon_lower(1e11, 10, 1e-300)
     assert e > 0 and exact_delta(2 * math.sqrt(10) / 1e11, e) >= 1e-300
-    assert e == pytest.approx(2.29641e-09, rel=1e-5)
+    assert e == pytest.approx(2.29641e-09, rel=1e-5, abs=0)
 
 
 def test_f2_audit_never_negative() -> None:
@@ -96,7 +98,9 @@ def test_f4_mu_of_extreme_noise_multipliers() -> None:
     assert mu >= float(exact_mu([(10, 2.0, 1e170)]))
     eps = pld_event_epsilon(event, 1e-300).epsilon
     assert eps > 0 and exact_delta(mu, eps) <= 1e-300
-    assert eps == pytest.approx(2.3039533e-168, rel=1e-6)
+    # the truth (500-digit bisection) is 1.53331058809e-168; the review's "~2.3e-168" was the
+    # loose value of the old rounding guard
+    assert eps == pytest.approx(1.53331058809e-168, rel=1e-9, abs=0)
     # a quotient that underflows still gives a positive mu
     assert gaussian_mu(GaussianEvent(1e300, 1e-300)) > 0
 
@@ -144,3 +148,13 @@ def test_f6_checkpoint_of_another_grid_rule_restores_soundly(monkeypatch, writte
     fresh, _ = _eps("auto", sigmas, 0.035)
     assert restored >= exact
     assert restored == pytest.approx(max(written, fresh), rel=1e-9)
+
+
+@pytest.mark.parametrize("mu", [1e-50, 6.3e-170, 1e-300])
+def test_far_below_the_domain_both_sides_stay_sound_and_tight(mu: float) -> None:
+    for delta in [1e-300, 1e-5, 0.5]:
+        up, low = gdp_epsilon(mu, delta), gaussian_epsilon(delta, mu)
+        assert 0.0 <= low <= up
+        assert exact_delta(mu, up) <= delta
+        assert low == 0.0 or exact_delta(mu, low) >= delta
+        assert up - low <= 1e-6 * up
