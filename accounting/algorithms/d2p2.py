@@ -387,7 +387,7 @@ PLD_SCHEDULE_VDI = 1e-2
 #: ... and the finest (dp-accounting's default).
 PLD_SCHEDULE_VDI_MIN = 1e-4
 #: The interval is this fraction of ``q / z_min``, the scale of one step's privacy loss: a fixed
-#: 1e-2 overstated epsilon by 1.5x at q = 0.01 (0.33 against 0.16 for d2psgd z = 30, T = 1000),
+#: 1e-2 overstated epsilon by 2x at q = 0.01 (0.33 against 0.16 for d2psgd z = 30, T = 1000),
 #: because each step's loss is then smaller than the grid.  At 0.12 the sweep of
 #: benchmarks/sweep_tq.py stays within ~1% of a 3x finer grid.
 PLD_VDI_PER_LOSS_SCALE = 0.12

@@ -1,10 +1,11 @@
 """Exact and statistically rigorous building blocks of the audits (numpy/scipy only).
 
 * :func:`clopper_pearson_lower` / :func:`clopper_pearson_upper`: exact one-sided binomial bounds.
-* :func:`gaussian_delta` / :func:`gaussian_epsilon`: the exact (epsilon, delta) curve of a Gaussian
+* :func:`gaussian_delta` / :func:`gaussian_epsilon`: the (epsilon, delta) curve of a Gaussian
   mechanism with sensitivity/noise ratio ``mu`` (equivalently, of any composition of Gaussians
   with ``mu = sqrt(sum mu_k^2)``): ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``
-  (Balle & Wang 2018; Dong, Roth & Su 2019).
+  (Balle & Wang 2018; Dong, Roth & Su 2019), epsilon rounded down with the certified lower
+  estimate of :mod:`accounting.gdp_curve` (shared with the certified side).
 * :func:`mc_epsilon_lower`: a lower confidence bound on epsilon(delta) from sampled privacy losses.
 """
 
@@ -13,7 +14,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import stats
+
+from accounting.gdp_curve import gdp_delta, gdp_delta_lower
 
 __all__ = [
     "clopper_pearson_lower",
@@ -39,44 +42,39 @@ def clopper_pearson_upper(k: int, n: int, beta: float) -> float:
     return float(stats.beta.ppf(1.0 - beta, k + 1, n - k))
 
 
-def _log_ndtr(x):
-    return special.log_ndtr(x)
-
-
 def gaussian_delta(eps: float, mu: float) -> float:
-    """Exact hockey-stick divergence of N(mu, 1) vs N(0, 1) at e^eps (both directions are equal)."""
-    if mu <= 0:
-        return 0.0
-    a = _log_ndtr(-eps / mu + mu / 2.0)
-    b = eps + _log_ndtr(-eps / mu - mu / 2.0)
-    if b >= a:
-        return 0.0
-    # a + log(1 - e^{b - a}), computed stably.
-    return float(math.exp(a) * -math.expm1(b - a))
+    """Hockey-stick divergence of N(mu, 1) vs N(0, 1) at e^eps (both directions are equal), the
+    nearest float estimate (:func:`accounting.gdp_curve.gdp_delta`)."""
+    return gdp_delta(mu, eps)
 
 
 def gaussian_epsilon(delta: float, mu: float) -> float:
-    """Exact epsilon(delta) of the mu-Gaussian mechanism, rounded *down* (a valid lower bound).
+    """Epsilon(delta) of the mu-Gaussian mechanism, rounded *down* (a valid lower bound).
 
-    delta(eps) is strictly decreasing, so Brent's root is bracketed; the returned value is the lower
-    end of the final bracket, at which delta(eps) >= delta still holds.
+    Bisection (to 1e-12 relative) keeping the invariant that a certified *lower* estimate of
+    delta at the low end is >= ``delta`` (:func:`accounting.gdp_curve.gdp_delta_lower`): the true
+    delta(lo) >= delta there, and delta(eps) is decreasing, so the true epsilon(delta) >= lo.
+    Never negative; 0 when no positive point can be certified (0 is always a lower bound).
     """
-    if mu <= 0 or gaussian_delta(0.0, mu) <= delta:
+    if not delta > 0:
+        raise ValueError(f"delta must be > 0, got {delta!r}")
+    if not mu > 0 or delta >= 1 or gdp_delta_lower(mu, 0.0) < delta:
         return 0.0
     # A smaller mu is the same mechanism with more noise (post-processing), so capping it keeps a
     # lower bound; beyond 1e100 the bracket mu^2/2 would overflow (the value is ~mu^2/2 anyway).
     mu = min(float(mu), 1e100)
-    hi = max(1.0, mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1)
-    while gaussian_delta(hi, mu) > delta:
+    # Gaussian tail: delta(eps) <= exp(-(eps/mu - mu/2)^2 / 2) <= delta at this eps.
+    hi = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta))
+    while gdp_delta_lower(mu, hi) >= delta:  # only by rounding of the tail formula
         hi *= 2.0
-    root = optimize.brentq(lambda e: gaussian_delta(e, mu) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12)
-    # Step down until delta(eps) >= delta holds exactly at the reported point.
-    e = root
-    for _ in range(60):
-        if gaussian_delta(e, mu) >= delta:
-            return float(e)
-        e = e - max(1e-12, 1e-12 * abs(e))
-    return float(max(0.0, e))
+    lo = 0.0
+    while hi - lo > 1e-12 * hi:
+        mid = 0.5 * (lo + hi)
+        if gdp_delta_lower(mu, mid) >= delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class McBound:
