@@ -123,24 +123,49 @@ def _simulate(inst: DiceInstance, world: str, n: int, rng: np.random.Generator) 
     n_states, nxt = _transitions(inst)
     shift = _shift(inst, n_states)
     bits = rng.random((n, inst.steps)) < inst.sample_rate
+    # Step-major copies so that each step reads and writes contiguous memory.
+    bits_by_step = np.ascontiguousarray(bits.T)
     m = np.zeros(n, dtype=np.int64)
-    mean = np.empty((n, inst.steps))
+    mean_by_step = np.empty((inst.steps, n))
     for t in range(inst.steps):
-        b = bits[:, t]
-        mean[:, t] = b * (inst.c1 / inst.batch_size) + shift[m]
+        b = bits_by_step[t]
+        mean_by_step[t] = b * (inst.c1 / inst.batch_size) + shift[m]
         m = nxt[t, b.astype(np.int64), m]
-    return mean + noise
+    return np.ascontiguousarray(mean_by_step.T) + noise
 
 
 def log_likelihood_ratio(inst: DiceInstance, y: np.ndarray) -> np.ndarray:
-    """Exact ``log p_{D'}(y) - log p_D(y)`` for each row of y (forward pass over hidden states)."""
-    n, steps = y.shape
+    """Exact ``log p_{D'}(y) - log p_D(y)`` for each row of y (forward pass over hidden states).
+
+    While at most :data:`_FEW_STATES` states are reachable (every instance with ``a <= C2`` or with
+    ``K = T``: two per step) the pass runs on one contiguous array per state
+    (:func:`_llr_few_states`), several times faster than the general pass and bit-for-bit equal to
+    it; rows it cannot finish (a non-finite intermediate) and wider state sets take the general pass.
+    """
+    out = _llr_few_states(inst, y)
+    if out is None:
+        return _llr_general(inst, y)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        out[bad] = _llr_general(inst, y[bad])
+    return out
+
+
+def _llr_setup(inst: DiceInstance) -> tuple[np.ndarray, np.ndarray, float]:
+    """Next-state maps (T, 2, S), emission means mu[b, m] (2, S), and log P(b) (2,)."""
     n_states, nxt = _transitions(inst)
     shift = _shift(inst, n_states)
-    s2 = inst.sigma**2
     q = inst.sample_rate
     logp = np.array([math.log1p(-q) if q < 1 else -math.inf, math.log(q)])
     mu = np.stack([shift, shift + inst.c1 / inst.batch_size])  # (2, S)
+    return nxt, mu, logp
+
+
+def _llr_general(inst: DiceInstance, y: np.ndarray) -> np.ndarray:
+    """The forward pass on an (n, reachable states) array, any number of states."""
+    n, steps = y.shape
+    nxt, mu, logp = _llr_setup(inst)
+    s2 = inst.sigma**2
     # Only reachable states are carried (with K = T they are {0, steps left}: two per step).
     states = np.array([0])
     log_a = np.zeros((n, 1))
@@ -165,6 +190,68 @@ def log_likelihood_ratio(inst: DiceInstance, y: np.ndarray) -> np.ndarray:
         states = sorted_t[starts]
     mx = np.max(log_a, axis=1, keepdims=True)
     return (mx + np.log(np.sum(np.exp(log_a - mx), axis=1, keepdims=True)))[:, 0]
+
+
+# Up to 4 reachable states a target collects at most 8 terms, which numpy's add.reduceat sums as
+# first + (((second + third) + ...)) (pairwise summation starts at 9): the order reproduced below.
+_FEW_STATES = 4
+
+
+def _llr_few_states(inst: DiceInstance, y: np.ndarray) -> np.ndarray | None:
+    """The general pass's arithmetic, operation for operation, on one (n,) array per state.
+
+    Same values in the same order, so bit-for-bit the same results, without the general pass's
+    per-step argsort, gathers and strided column reads.  It omits the general pass's guards for
+    non-finite values: a group whose terms are all -inf gives NaN here, which propagates to the
+    row's result (max and sums propagate NaN), and the caller recomputes such rows.  Returns None
+    as soon as more than :data:`_FEW_STATES` states are reachable.
+    """
+    n, steps = y.shape
+    nxt, mu, logp = _llr_setup(inst)
+    s2 = inst.sigma**2
+    y_by_step = np.ascontiguousarray(y.T)  # row t = y[:, t], contiguous
+    logp0, logp1 = float(logp[0]), float(logp[1])
+    states = [0]
+    log_a = [np.zeros(n)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        for t in range(steps):
+            yt = y_by_step[t]
+            terms = []
+            for b, lp in ((0, logp0), (1, logp1)):
+                for r, s in enumerate(states):
+                    m = mu[b, s]
+                    base = log_a[r] + lp
+                    if m != 0.0:  # m = 0 adds (y*0 - 0)/s2 = +-0, which leaves base unchanged
+                        base += (yt * m - 0.5 * (m * m)) / s2
+                    terms.append(base)
+            targets = nxt[t][:, states].reshape(-1).tolist()
+            order = sorted(range(len(targets)), key=targets.__getitem__)  # stable, as argsort
+            states, log_a = [], []
+            i = 0
+            while i < len(order):
+                j = i
+                while j < len(order) and targets[order[j]] == targets[order[i]]:
+                    j += 1
+                group = [terms[k] for k in order[i:j]]
+                states.append(targets[order[i]])
+                if len(group) == 1:
+                    log_a.append(group[0] + 0.0)  # exp(v - v) = 1, log 1 = 0
+                else:
+                    mx = np.maximum(group[0], group[1])
+                    for v in group[2:]:
+                        np.maximum(mx, v, out=mx)
+                    rest = np.exp(group[1] - mx)
+                    for v in group[2:]:
+                        rest += np.exp(v - mx)
+                    total = np.exp(group[0] - mx)
+                    total += rest
+                    log_a.append(mx + np.log(total))
+                i = j
+            if len(states) > _FEW_STATES:
+                return None
+        stacked = np.stack(log_a, axis=1)
+        mx = np.max(stacked, axis=1, keepdims=True)
+        return (mx + np.log(np.sum(np.exp(stacked - mx), axis=1, keepdims=True)))[:, 0]
 
 
 def sample_losses(

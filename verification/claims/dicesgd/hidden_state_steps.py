@@ -49,28 +49,42 @@ def _eq9_base() -> np.ndarray:
 
 
 def _eq9_norms(p) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """||e_t|| after t steps of eq. (8) for each point (vectorised over points), with G' and t."""
+    """||e_t|| after t steps of eq. (8) for each point (vectorised over points), with G' and t.
+
+    Points are processed longest run first, so step s updates only the prefix of points with
+    t > s (a view, no copy); the others keep their final state.  Each point's arithmetic is the
+    same as when all points step together (rows never mix), so its value is unchanged.
+    """
     base = _eq9_base()
-    t = p["t"].astype(int)
-    gp, al, sp = p["G'/C2"][:, None], p["align"][:, None, None], p["spread"][:, None]
+    t_all = p["t"].astype(int)
+    order = np.argsort(-t_all, kind="stable")
+    t = t_all[order]
+    gp, al, sp = p["G'/C2"][order, None], p["align"][order, None, None], p["spread"][order, None]
     n = t.size
-    bmask = np.arange(_EQ9_B)[None, :] < p["B"].astype(int)[:, None]  # (n, B)
-    dmask = (np.arange(_EQ9_D)[None, :] < p["d"].astype(int)[:, None]).astype(float)  # (n, D)
+    bmask = np.arange(_EQ9_B)[None, :] < p["B"][order].astype(int)[:, None]  # (n, B)
+    dmask = (np.arange(_EQ9_D)[None, :] < p["d"][order].astype(int)[:, None]).astype(float)  # (n, D)
+    bcount = bmask.sum(axis=1)[:, None]
     u0 = np.zeros((1, 1, _EQ9_D))
     u0[..., 0] = 1.0
-    offs = p["draw"].astype(np.int64) % _EQ9_LEN
+    offs = p["draw"][order].astype(np.int64) % _EQ9_LEN
     e = np.zeros((n, _EQ9_D))
-    for s in range(int(t.max())):
-        raw = base[(offs + s) % _EQ9_LEN]  # (n, B, D)
-        dirs = (al * u0 + (1 - al) * raw) * dmask[:, None, :]
+    live = n  # points [0, live) have t > s
+    for s in range(int(t.max()) if n else 0):
+        while live and t[live - 1] <= s:
+            live -= 1
+        k = live
+        raw = base[(offs[:k] + s) % _EQ9_LEN]  # (k, B, D)
+        dirs = (al[:k] * u0 + (1 - al[:k]) * raw) * dmask[:k, None, :]
         dirs /= np.maximum(np.linalg.norm(dirs, axis=2, keepdims=True), 1e-300)
-        frac = base[(offs + s + 7) % _EQ9_LEN][:, :, 0]  # a second stream for the norms
-        norms = gp * (1 - sp * (0.5 + 0.5 * np.tanh(frac)))  # in [(1 - spread) G', G']
-        r = (np.where(bmask, norms, 0.0)[:, :, None] * dirs).sum(axis=1) / bmask.sum(axis=1)[:, None]
-        ne = np.linalg.norm(e, axis=1, keepdims=True)
-        nxt = e - e * np.minimum(1.0, 1.0 / np.maximum(ne, 1e-300)) + r
-        e = np.where((s < t)[:, None], nxt, e)
-    return np.linalg.norm(e, axis=1), p["G'/C2"], t.astype(float)
+        frac = base[(offs[:k] + s + 7) % _EQ9_LEN][:, :, 0]  # a second stream for the norms
+        norms = gp[:k] * (1 - sp[:k] * (0.5 + 0.5 * np.tanh(frac)))  # in [(1 - spread) G', G']
+        r = (np.where(bmask[:k], norms, 0.0)[:, :, None] * dirs).sum(axis=1) / bcount[:k]
+        ek = e[:k]
+        ne = np.linalg.norm(ek, axis=1, keepdims=True)
+        e[:k] = ek - ek * np.minimum(1.0, 1.0 / np.maximum(ne, 1e-300)) + r
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(n)
+    return np.linalg.norm(e, axis=1)[inverse], p["G'/C2"], t_all.astype(float)
 
 
 def _eq9_case2_ratio(p):
