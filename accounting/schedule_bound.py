@@ -530,8 +530,8 @@ def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinc
     its lattice plus at most ``(_PASSES - 1) * SMOOTH_BUDGET`` refinement points and a coarse
     integer-order pass; the per-step path evaluates the ``distinct`` noise values (T by
     default) or, from :data:`accounting.rdp.AUTO_GRID_MIN_ROWS` on, its own sigma grid.  The
-    bound is taken from that threshold on (shorter schedules stay exact, so they agree with
-    dp-accounting to rounding) where it costs at most half."""
+    bound is taken from :data:`SMOOTH_MIN_STEPS` steps on (shorter schedules stay exact, so they
+    agree with dp-accounting to rounding) where it costs at most half."""
     from accounting.sigma_grid import AUTO_GRID_MIN_ROWS  # its home: monkeypatches land there
 
     if name not in SMOOTH_SCHEDULES or (name == "exp" and not rho > 1.0) or steps <= 1:
