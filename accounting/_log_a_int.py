@@ -255,6 +255,12 @@ def _log_a_int_dense(
             top = terms == mrep  # sum all but the largest term, then log1p (see _lse_rows)
             e = np.where(top, 0.0, np.exp(terms - mrep))
             rest = np.add.reduceat(e, starts, axis=1) + (np.add.reduceat(top, starts, axis=1) - 1)
-            lam1 = safe + np.log1p(rest) + _rounding_allowance(np.asarray(alphas), l1q[a:b, None])
-            out[a:b] = np.where(np.isfinite(m), _log1p_exp(lam1), np.nan)
+            lam1 = safe + np.log1p(rest)
+            # The same allowance as :func:`_log_a_int_precise` would add: on log A where it is
+            # >= _PRECISE_BELOW (there the per-order path keeps the plain sum), on log(A - 1)
+            # below -- so the dense and per-order paths agree to rounding.
+            err = _rounding_allowance(np.asarray(alphas), l1q[a:b, None])
+            la = _log1p_exp(lam1)
+            la = np.where(la >= _PRECISE_BELOW, la + err, _log1p_exp(lam1 + err))
+            out[a:b] = np.where(np.isfinite(m), la, np.nan)
     return out
