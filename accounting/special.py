@@ -26,11 +26,13 @@ with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._l
   ``x >= -1`` (the formula scipy uses there); ``log(erfc(-t)/2)`` for ``-20 <= x < -1`` (no
   cancellation: ``Phi <= 0.16``); below -20, where ``erfc`` approaches underflow, the Mills-ratio series
   ``Phi(x) = phi(x)/|x| sum_n (-1)^n (2n-1)!!/x^(2n)`` cut after n = 20, whose remainder is below
-  the first omitted term, ``41!!/20^42 < 1e-29`` relative.  ``math.erfc`` is per element, so
-  arrays of more than :data:`_NDTR_LOOP_MAX` elements (long schedules, not the start-up path)
-  go to scipy's vectorised ``log_ndtr``, imported then; so does every call once
-  ``scipy.special`` is loaded anyway.  The two agree to ~1e-14 relative (both within a few ulp
-  of the true value, ``tests/test_special.py``), far inside the RDP code's rounding allowances.
+  the first omitted term, ``41!!/20^42 < 1e-29`` relative.  ``math.erfc`` is per element (~0.2 us),
+  and importing ``scipy.special`` costs ~0.4 s of CPU, so the choice is ski rental: the loop
+  serves the first :data:`_NDTR_LOOP_BUDGET` elements of the process (~0.2 s at most, which
+  covers the smooth-bound path of one long schedule), later calls go to scipy's vectorised
+  ``log_ndtr``, imported then; so does every call once ``scipy.special`` is loaded anyway.
+  The two agree to ~1e-14 relative (both within a few ulp of the true value,
+  ``tests/test_special.py``), far inside the RDP code's rounding allowances.
 """
 
 from __future__ import annotations
@@ -125,8 +127,11 @@ def gammasgn(x: np.ndarray | float) -> np.ndarray:
     return sgn
 
 
-#: Arrays longer than this go to scipy's ``log_ndtr`` (the per-element loop costs ~0.1 us).
-_NDTR_LOOP_MAX = 4096
+#: Elements per process evaluated by the per-element loop before switching to scipy's
+#: ``log_ndtr`` (loop ~0.2 us an element; the import ~0.4 s).  A race between threads on the
+#: counter only moves the switch, never the value beyond the ~1e-14 the two paths differ by.
+_NDTR_LOOP_BUDGET = 1 << 20
+_ndtr_loop_used = 0
 #: Use scipy's ``log_ndtr`` whenever ``scipy.special`` is already imported (it is then free, and
 #: ~5x faster on mid-sized arrays).  Tests set this to False to exercise the loop.
 _USE_LOADED_SCIPY = True
@@ -143,11 +148,13 @@ def _erfc(t: np.ndarray) -> np.ndarray:
 
 def log_ndtr(x: np.ndarray | float) -> np.ndarray:
     """``log Phi(x)``, Phi the standard normal CDF, elementwise (``-inf`` at ``-inf``)."""
+    global _ndtr_loop_used
     x = np.asarray(x, dtype=float)
-    if x.size > _NDTR_LOOP_MAX or (_USE_LOADED_SCIPY and "scipy.special" in sys.modules):
-        from scipy import special  # long schedules, or already paid for: see the module docstring
+    if _ndtr_loop_used + x.size > _NDTR_LOOP_BUDGET or (_USE_LOADED_SCIPY and "scipy.special" in sys.modules):
+        from scipy import special  # loop budget spent, or already paid for: see the module docstring
 
         return np.asarray(special.log_ndtr(x), dtype=float)
+    _ndtr_loop_used += x.size
     out = np.empty(x.shape)
     series = x < _NDTR_SERIES_BELOW
     upper = x >= -1.0

@@ -125,11 +125,28 @@ def test_log_ndtr_against_scipy_and_mpmath() -> None:
         assert (np.abs(ours - theirs) / np.abs(theirs)).max() <= 2 * tol, (lo, hi)
 
 
-def test_log_ndtr_large_arrays_agree_with_the_loop() -> None:
-    x = RNG.uniform(-45.0, 10.0, special._NDTR_LOOP_MAX + 1)
-    loop = np.concatenate([special.log_ndtr(c) for c in np.array_split(x, 4)])
-    big = special.log_ndtr(x)  # scipy's vectorised branch
+def test_log_ndtr_large_arrays_agree_with_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = RNG.uniform(-45.0, 10.0, 5000)
+    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
+    monkeypatch.setattr(special, "_ndtr_loop_used", 0)
+    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 10**9)
+    loop = special.log_ndtr(x)
+    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 0)
+    big = special.log_ndtr(x)  # scipy's vectorised branch: the loop budget is spent
     assert (np.abs(loop - big) / np.abs(big)).max() <= 3e-14
+
+
+def test_log_ndtr_loop_budget_is_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ski rental: the loop serves calls until the budget is spent, then scipy takes over
+    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
+    monkeypatch.setattr(special, "_ndtr_loop_used", 0)
+    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 250)
+    x = RNG.uniform(-45.0, 10.0, 100)
+    special.log_ndtr(x)
+    special.log_ndtr(x)
+    assert special._ndtr_loop_used == 200
+    special.log_ndtr(x)  # would exceed the budget: scipy, and the counter stays
+    assert special._ndtr_loop_used == 200
 
 
 def test_log_ndtr_defers_to_a_loaded_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
