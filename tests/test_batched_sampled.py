@@ -9,6 +9,8 @@ reference path says why.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -221,3 +223,22 @@ def test_sampled_batched_engine_equals_the_traced_reference():
         ref = runner.run(algo, "dicesgd-b1", engine="reference", **kw)
         fast = runner.run(algo, "dicesgd-b1", engine="batched", **kw)
         _same_iterates(fast, ref)
+
+
+def test_cli_engine_option(capsys):
+    """``dptheory run --engine``: both engines print the same numbers; bad values exit 2, one line."""
+    from dptheory.cli.main import main
+
+    argv = ["run", "--algo", "dicesgd", "--problem", "dicesgd-b1", "--sample-rate", "0.5", "--steps", "30"]
+    argv += ["--seeds", "3", "--noise-multiplier", "1", "--json"]
+    outs = {}
+    for engine in ("reference", "batched"):
+        assert main([*argv, "--engine", engine]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["settings"]["engine"] == engine
+        outs[engine] = out["x"]["values"]  # final x per seed, printed with full precision
+    assert outs["reference"] == outs["batched"]
+    for bad in (["--engine", "fast"], ["--engine", "batched", "--problem", "quadratic"]):
+        assert main([*argv, *bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--engine" in err
