@@ -232,10 +232,16 @@ def _replayed(
     p = o0.p_layer[key] if projection != "none" else d
     shapes = [(d, p), (p,)] if projection == "fresh" else [(p,)]  # d2p2.py: A_k, then eps_k
     selections, noise, fresh = [], [], []
+    std_cache: dict[tuple, Tensor] = {}
     for o in opts:
         sel, normals = replay_draws(o, steps, shapes)
         selections.append(sel)
-        stds = torch.tensor([std_of(o, t) for t in range(steps)], dtype=torch.float64)
+        # std_of reads z_t and the optimizer's constants, shared by the seeds of one configuration
+        sig = (o.z.tobytes(), o.expected_batch_size, getattr(o, "c", None), getattr(o, "c1", None))
+        stds = std_cache.get(sig)
+        if stds is None:
+            stds = torch.tensor([std_of(o, t) for t in range(steps)], dtype=torch.float64)
+            std_cache[sig] = stds
         noise.append(normals[-1] * stds[:, None])
         if projection == "fresh":
             fresh.append(normals[0] * o.sigma_a[key])

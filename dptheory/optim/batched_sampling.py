@@ -48,29 +48,34 @@ def replay_draws(
     reference draws no batch); ``normals[j]`` is (steps, *normal_shapes[j]). Leaves
     ``opt.generator`` where those calls leave it.
     """
-    gen, n, dev = opt.generator, opt.dataset_size, opt.device
+    gen, n = opt.generator, opt.dataset_size
+    assert opt.device.type == "cpu"
+    # ``torch.rand(n)`` / ``torch.randn(shape)`` are ``empty(...)`` then ``uniform_`` / ``normal_``
+    # in place; filling contiguous row views of preallocated buffers runs the same kernels on the
+    # same sizes (hence the same draws) without a tensor allocation and argument parsing per call.
     normals = [torch.empty((steps, *shape), dtype=torch.float64) for shape in normal_shapes]
+    per_step = list(zip(*[buf.unbind(0) for buf in normals], strict=True)) if normals else [()] * steps
     if opt.sample_rate >= 1.0:
-        for t in range(steps):
-            for shape, buf in zip(normal_shapes, normals, strict=True):
-                torch.randn(shape, generator=gen, device=dev, dtype=torch.float64, out=buf[t])
+        for rows in per_step:
+            for v in rows:
+                v.normal_(generator=gen)
         return None, normals
     if opt.sampling == "poisson":
-        # the reference's ``torch.rand(n)`` is in the default dtype; out= keeps it, and its kernel
-        # fills element by element whatever the size, so the draws are the reference's
+        # the reference's ``torch.rand(n)`` is in the default dtype; its kernel fills element by
+        # element whatever the size
         uniforms = torch.empty((steps, n), dtype=torch.get_default_dtype())
-        for t in range(steps):
-            torch.rand(n, generator=gen, device=dev, out=uniforms[t])
-            for shape, buf in zip(normal_shapes, normals, strict=True):
-                torch.randn(shape, generator=gen, device=dev, dtype=torch.float64, out=buf[t])
+        for u, rows in zip(uniforms.unbind(0), per_step, strict=True):
+            u.uniform_(generator=gen)
+            for v in rows:
+                v.normal_(generator=gen)
         return uniforms < opt.sample_rate, normals
     b = fixed_batch_size(opt)
-    index = torch.empty((steps, b), dtype=torch.long)
-    for t in range(steps):
-        index[t] = torch.randperm(n, generator=gen, device=dev)[:b]
-        for shape, buf in zip(normal_shapes, normals, strict=True):
-            torch.randn(shape, generator=gen, device=dev, dtype=torch.float64, out=buf[t])
-    return index, normals
+    index = []
+    for rows in per_step:
+        index.append(torch.randperm(n, generator=gen)[:b])
+        for v in rows:
+            v.normal_(generator=gen)
+    return torch.stack(index), normals
 
 
 class BatchSums:
@@ -93,20 +98,25 @@ class BatchSums:
                 self.plan.append((flat, [(0, k_seeds * b, k_seeds, b)], None))
             return
         counts = sel.sum(axis=2)  # (K, T)
+        order = np.argsort(counts, axis=0, kind="stable")  # per step: seeds grouped by batch size
+        by_size = np.take_along_axis(counts, order, axis=0)
+        # every step's selected rows, seed by seed in ``order``, ascending sample index within a seed
+        steps_sel = np.take_along_axis(sel.transpose(1, 0, 2), order.T[:, :, None], axis=1)  # (T, K, n)
+        tt, kk, cols = np.nonzero(steps_sel)
+        flat = torch.from_numpy(order.T[tt, kk] * n + cols)
+        ends = np.cumsum(by_size.sum(axis=0)).tolist()
+        identity = np.arange(k_seeds)
         for t in range(steps):
-            c = counts[:, t]
-            order = np.argsort(c, kind="stable")  # seeds grouped by batch size
-            _, cols = np.nonzero(sel[order, t])  # row-major: seed by seed, ascending sample index
-            flat = np.repeat(order * n, c[order]) + cols
-            groups, start = [], 0
-            sizes, firsts, lens = np.unique(c[order], return_index=True, return_counts=True)
-            for b, _, kb in zip(sizes.tolist(), firsts.tolist(), lens.tolist(), strict=True):
-                groups.append((start, start + kb * b, kb, b))
-                start += kb * b
-            back = None
-            if not np.array_equal(order, np.arange(k_seeds)):
-                back = torch.from_numpy(np.argsort(order, kind="stable"))
-            self.plan.append((torch.from_numpy(flat), groups, back))
+            sizes = by_size[:, t].tolist()
+            groups, start, first = [], 0, 0
+            for j in range(1, k_seeds + 1):
+                if j == k_seeds or sizes[j] != sizes[first]:
+                    kb, b = j - first, sizes[first]
+                    groups.append((start, start + kb * b, kb, b))
+                    start, first = start + kb * b, j
+            col = order[:, t]
+            back = None if np.array_equal(col, identity) else torch.from_numpy(np.argsort(col, kind="stable"))
+            self.plan.append((flat[ends[t] - start : ends[t]], groups, back))
 
     def __call__(self, t: int, rows: Tensor) -> Tensor:
         flat, groups, back = self.plan[t]
