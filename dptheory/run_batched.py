@@ -34,7 +34,7 @@ def _held_per_step(s: RunSettings, prob: Any, opt: Any) -> int:
     if s.algo in CLIP21_FAMILY:
         return prob.dim * len(prob.clients) if noisy else 0
     projection = getattr(opt, "projection", "none")
-    p = opt.p if projection != "none" else prob.dim
+    p = sum(opt.p_layer.values()) if projection != "none" else prob.dim  # p_l = min(p, d_l)
     if s.sample_rate >= 1 and projection == "none":
         return prob.dim if noisy else 0
     held = p + (prob.size if s.sample_rate < 1 else 0)

@@ -57,6 +57,7 @@ def _options(data, algo: str) -> tuple[str, dict, dict]:
         kw["schedule"] = data.draw(st.sampled_from(["constant", "inv-k", "inv-sqrt-k"]), label="schedule")
     if algo in ("d2p2sgd", "dp2sgd"):
         kw["projection"] = data.draw(st.sampled_from(["fresh", "fixed"]), label="projection")
+        kw["projection_dim"] = data.draw(st.sampled_from([None, 1, 3]), label="p")  # p_l = min(p, 1)
     if algo == "dicesgd":
         kw["c2"] = data.draw(st.floats(0.01, 4.0), label="c2")
         if data.draw(st.booleans(), label="residual"):
@@ -73,7 +74,7 @@ def _same_iterates(a, b) -> None:
         assert np.array_equal(ra.x, rb.x)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data(), algo=st.sampled_from(DP_ALGOS + CLIP_ALGOS))
 def test_sampled_batched_engine_equals_reference_bit_for_bit(data, algo):
     problem, popts, kw = _options(data, algo)

@@ -19,10 +19,16 @@ Bit-for-bit equal to the reference. Each seed's trajectory is the one the refere
   starts at 16 contiguous entries), so one draw into a strided (non-contiguous) view of length
   T d yields the concatenation of the T per-step draws. For d >= 16 we replay the T calls.
 
-Scope (:func:`dp_unsupported_reason`, :func:`clip_unsupported_reason`): full batch (q = 1: the
-reference draws no sampling randomness), CPU, problems with closed forms; DPSGD, DiceSGD and
-D2P-SGD (no projection); Clip-SGD, Clip21-SGD and Clip21-SGD2M with one sample per client.
-Everything else runs on the reference path.
+Sampled minibatches (q < 1, Poisson or fixed size) and D2P2-SGD's random projection draw more
+than noise between steps; :mod:`dptheory.optim.batched_sampling` replays those draws per seed and
+sums each seed's batch in the reference's order and reduction shape.
+
+Scope (:func:`dp_unsupported_reason`, :func:`clip_unsupported_reason`): CPU, problems with closed
+forms, one float64 parameter vector; DPSGD, DiceSGD and the D2P2 family (D2P-SGD; D2P2-SGD and
+DP2-SGD with a fresh or fixed projection when the vector has one coordinate), full batch or
+sampled; Clip-SGD, Clip21-SGD and Clip21-SGD2M with one sample per client (there q < 1 still
+means the full local gradient). Everything else (DiceAdam, several parameter tensors, a
+projection of more than one coordinate) runs on the reference path.
 """
 
 from __future__ import annotations
