@@ -205,6 +205,9 @@ def test_still_unsupported_say_why():
     d2p2 = optim.D2P2SGD(two, prob.loss_fn, prob.data, lr=0.1, steps=3, device="cpu", projection="fresh")
     why = batched.dp_unsupported_reason(d2p2, prob.grads_closed_form)
     assert why == "random projection (D2P2-SGD, DP2-SGD) of more than one coordinate"
+    pair = {"x": torch.zeros(1, dtype=torch.float64), "y": torch.zeros(1, dtype=torch.float64)}
+    sgd2 = optim.DPSGD(pair, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")
+    assert batched.dp_unsupported_reason(sgd2, prob.grads_closed_form) == "more than one parameter tensor"
     adam = optim.DiceAdam(prob.x0, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")
     assert batched.dp_unsupported_reason(adam, prob.grads_closed_form) == "DiceAdam"
     sgd = optim.DPSGD(prob.x0, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")
