@@ -184,16 +184,22 @@ def test_replay_draws_are_the_reference_draws():
 
 
 @settings(max_examples=30, deadline=None)
-@given(k=st.integers(1, 6), n=st.integers(1, 40), steps=st.integers(1, 5), seed=st.integers(0, 2**31))
-def test_batch_sums_equal_sums_of_selected_rows(k, n, steps, seed):
+@given(
+    k=st.integers(1, 6),
+    n=st.integers(1, 40),
+    d=st.sampled_from([1, 2, 3, 17]),
+    steps=st.integers(1, 5),
+    seed=st.integers(0, 2**31),
+)
+def test_batch_sums_equal_sums_of_selected_rows(k, n, d, steps, seed):
     """Each seed's batch sum equals ``rows[k][mask].sum(0)`` -- the reference's (b, d) sum -- bit
     for bit; a masked sum over all n rows would not (torch's lanes depend on the length)."""
     gen = torch.Generator().manual_seed(seed)
     masks = [torch.rand((steps, n), generator=gen) < 0.5 for _ in range(k)]
     sums = BatchSums(masks, n)
     for t in range(steps):
-        scale = 1e3 ** torch.randn((k, n, 1), generator=gen, dtype=torch.float64)
-        rows = torch.randn((k, n, 1), generator=gen, dtype=torch.float64) * scale
+        scale = 1e3 ** torch.randn((k, n, d), generator=gen, dtype=torch.float64)
+        rows = torch.randn((k, n, d), generator=gen, dtype=torch.float64) * scale
         got = sums(t, rows)
         for j in range(k):
             assert torch.equal(got[j], rows[j][masks[j][t]].sum(dim=0))
@@ -246,3 +252,50 @@ def test_cli_engine_option(capsys):
         assert main([*argv, *bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--engine" in err
+
+
+def _quadratic_3d(n: int, seed: int):
+    """f(x; a_i) = sum((x - a_i)^2) / 2 on R^3: torch.func's per-sample gradient is x - a_i
+    exactly (2 (x - a) / 2 rounds nowhere), a closed form for a vector of more than one entry."""
+    a = torch.randn((n, 3), generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 3
+
+    def loss(params, sample):
+        return ((params["x"] - sample["a"]) ** 2).sum() / 2
+
+    def grads(x):
+        return x.unsqueeze(-2) - a
+
+    return {"x": torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)}, loss, {"a": a}, grads
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    algo=st.sampled_from(["dpsgd", "dicesgd", "d2psgd"]),
+    n=st.integers(2, 30),
+    q=st.floats(0.05, 1.0),
+    sampling=st.sampled_from(["poisson", "fixed"]),
+    steps=st.integers(1, 25),
+    seed=st.integers(0, 10**6),
+)
+def test_vector_of_three_entries_equals_reference(algo, n, q, sampling, steps, seed):
+    """d = 3 (per-sample norms sum three squares; batch sums reduce (b, 3) along dim 0)."""
+    x0, loss, data, grads = _quadratic_3d(n, seed)
+    common = dict(lr=0.2, sample_rate=q, sampling=sampling, noise_multiplier=0.5, steps=steps, device="cpu")
+    common["expected_batch_size"] = q * n
+
+    def make(sd):
+        if algo == "dpsgd":
+            return optim.DPSGD(x0, loss, data, c=2.0, seed=sd, **common)
+        if algo == "dicesgd":
+            return optim.DiceSGD(x0, loss, data, c1=2.0, c2=0.5, seed=sd, **common)
+        return optim.D2PSGD(x0, loss, data, gamma=0.1, seed=sd, **common)
+
+    seeds = [seed, seed + 1]
+    opts = [make(sd) for sd in seeds]
+    assert batched.dp_unsupported_reason(opts[0], grads) is None
+    got = batched.run_dp(opts, grads, every=1)
+    for k, sd in enumerate(seeds):
+        o = make(sd)
+        for t in range(1, steps + 1):
+            o.step()
+            assert torch.equal(got[k, t], o.params["x"]), (k, t)

@@ -87,7 +87,6 @@ class BatchSums:
         """``selections[k]``: seed k's :func:`replay_draws` selection (all Poisson or all fixed)."""
         sel = torch.stack(list(selections)).numpy()  # (K, T, n) bool or (K, T, b) int64
         k_seeds, steps = sel.shape[:2]
-        self.k = k_seeds
         #: per step: (flat row indices into (K n, d), [(start, stop, K_b, b)], seed order or None)
         self.plan: list[tuple[Tensor, list[tuple[int, int, int, int]], Tensor | None]] = []
         base = (np.arange(k_seeds) * n)[:, None]
