@@ -214,6 +214,11 @@ def test_still_unsupported_say_why():
     pair = {"x": torch.zeros(1, dtype=torch.float64), "y": torch.zeros(1, dtype=torch.float64)}
     sgd2 = optim.DPSGD(pair, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")
     assert batched.dp_unsupported_reason(sgd2, prob.grads_closed_form) == "more than one parameter tensor"
+    wide = {"x": torch.zeros(65, dtype=torch.float64)}
+    sgd65 = optim.DPSGD(wide, prob.loss_fn, prob.data, lr=0.1, steps=3, device="cpu")
+    assert batched.dp_unsupported_reason(sgd65, prob.grads_closed_form) == (
+        "a parameter tensor of more than 64 entries"
+    )
     adam = optim.DiceAdam(prob.x0, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")
     assert batched.dp_unsupported_reason(adam, prob.grads_closed_form) == "DiceAdam"
     sgd = optim.DPSGD(prob.x0, prob.loss_fn, prob.data, lr=0.1, sample_rate=0.5, steps=3, device="cpu")

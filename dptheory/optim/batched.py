@@ -84,6 +84,7 @@ def _common_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | Non
 def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
     """Why ``opt`` (a reference optimizer) cannot run batched, or None when it can."""
     from dptheory.optim import D2P2SGD, DPSGD, DiceAdam, DiceSGD
+    from dptheory.optim.base import ELEMENTWISE_SUM_MAX
 
     reason = _common_unsupported_reason(opt, grads_fn)
     if reason:
@@ -93,6 +94,8 @@ def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
     p = next(iter(opt.params.values()))
     if p.dim() != 1 or p.dtype != torch.float64:
         return "parameters are not one float64 vector"
+    if p.numel() > ELEMENTWISE_SUM_MAX:  # the reference then sums per-sample tensors with BLAS
+        return f"a parameter tensor of more than {ELEMENTWISE_SUM_MAX} entries"
     if isinstance(opt, DiceAdam):
         return "DiceAdam"
     if isinstance(opt, D2P2SGD) and opt.projection != "none" and p.numel() != 1:
