@@ -24,11 +24,13 @@ than noise between steps; :mod:`dptheory.optim.batched_sampling` replays those d
 sums each seed's batch in the reference's order and reduction shape.
 
 Scope (:func:`dp_unsupported_reason`, :func:`clip_unsupported_reason`): CPU, problems with closed
-forms, one float64 parameter vector; DPSGD, DiceSGD and the D2P2 family (D2P-SGD; D2P2-SGD and
-DP2-SGD with a fresh or fixed projection when the vector has one coordinate), full batch or
-sampled; Clip-SGD, Clip21-SGD and Clip21-SGD2M with one sample per client (there q < 1 still
-means the full local gradient). Everything else (DiceAdam, several parameter tensors, a
-projection of more than one coordinate) runs on the reference path.
+forms; DPSGD, DiceSGD and the D2P2 family (D2P-SGD; D2P2-SGD and DP2-SGD with a fresh or fixed
+projection when the model has one coordinate), full batch or sampled, on float64 parameter
+tensors of at most :data:`~dptheory.optim.base.ELEMENTWISE_SUM_MAX` entries each (larger ones the
+reference sums with BLAS); several tensors are one concatenated vector whose per-tensor
+reductions run span by span. Clip-SGD, Clip21-SGD and Clip21-SGD2M with one sample per client
+(there q < 1 still means the full local gradient) on one float64 vector. Everything else
+(DiceAdam, a projection of more than one coordinate) runs on the reference path.
 """
 
 from __future__ import annotations
@@ -89,16 +91,14 @@ def dp_unsupported_reason(opt: Any, grads_fn: Callable | None) -> str | None:
     reason = _common_unsupported_reason(opt, grads_fn)
     if reason:
         return reason
-    if len(opt.params) != 1:
-        return "more than one parameter tensor"
-    p = next(iter(opt.params.values()))
-    if p.dim() != 1 or p.dtype != torch.float64:
-        return "parameters are not one float64 vector"
-    if p.numel() > ELEMENTWISE_SUM_MAX:  # the reference then sums per-sample tensors with BLAS
-        return f"a parameter tensor of more than {ELEMENTWISE_SUM_MAX} entries"
+    for p in opt.params.values():
+        if p.dtype != torch.float64:
+            return "parameters are not float64"
+        if p.numel() > ELEMENTWISE_SUM_MAX:  # the reference then sums per-sample tensors with BLAS
+            return f"a parameter tensor of more than {ELEMENTWISE_SUM_MAX} entries"
     if isinstance(opt, DiceAdam):
         return "DiceAdam"
-    if isinstance(opt, D2P2SGD) and opt.projection != "none" and p.numel() != 1:
+    if isinstance(opt, D2P2SGD) and opt.projection != "none" and opt.model_dim != 1:
         # a projection's products A^T g and A (.) sum over coordinates in BLAS's own order
         return "random projection (D2P2-SGD, DP2-SGD) of more than one coordinate"
     if not isinstance(opt, (DPSGD, DiceSGD, D2P2SGD)):
@@ -130,12 +130,18 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
 
     o0 = opts[0]
     steps = int(o0.steps)
-    key = next(iter(o0.params))
-    x = torch.stack([o.params[key] for o in opts])  # (K, d)
+    x = torch.stack([torch.cat([p.reshape(-1) for p in o.params.values()]) for o in opts])  # (K, d)
     k_seeds, d = x.shape
     rec = record_steps(steps, every)
     xs = torch.empty((k_seeds, len(rec), d), dtype=x.dtype)
     xs[:, 0] = x
+    # several tensors: x is their concatenation (base.flatten's order) and every per-tensor
+    # reduction of the reference runs on its own span, made contiguous as the reference's tensor
+    spans, at = [], 0
+    for p in o0.params.values():
+        spans.append((at, at + p.numel()))
+        at += p.numel()
+    single = len(spans) == 1
 
     if isinstance(o0, DiceSGD):
         std_of = type(o0).sigma1
@@ -145,7 +151,7 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
         std_of = type(o0).sigma1
     projected = isinstance(o0, D2P2SGD) and o0.projection != "none"
     sums: Callable[[int, Tensor], Tensor]
-    if o0.sample_rate >= 1.0 and not projected:
+    if o0.sample_rate >= 1.0 and not projected and single:
         noise = _noise(opts, steps, d, std_of)
 
         def sums(t: int, rows: Tensor) -> Tensor:
@@ -155,6 +161,11 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
         sums, noise, matrices = _replayed(opts, steps, d, std_of)
     if projected:
         return _run_projected(opts, grads_fn, x, xs, rec, sums, noise, matrices)
+    if not single:
+        batch_sum = sums
+
+        def sums(t: int, rows: Tensor) -> Tensor:  # base.weighted_sum: tensor by tensor
+            return torch.cat([batch_sum(t, rows[:, :, a:z].contiguous()) for a, z in spans], dim=1)
 
     # Each line below is the reference's operation (dpsgd.py, dicesgd.py, d2p2.py, base.py), with the
     # seed dimension in front; ``c / t`` for a Python float c is torch's ``t.reciprocal() * c``
@@ -165,9 +176,29 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
     w = None if noise is None else noise.unbind(1)  # per-step (K, d) views, taken once
 
     def sq_norms(g: Tensor) -> Tensor:
-        """Squared per-sample norms (K, N, 1). For d = 1 the reference's sum over one entry
-        returns that entry (0 + v = v for v >= +0), so the sum is skipped: one call less per step."""
-        return g.pow(2) if d == 1 else g.pow(2).sum(dim=2, keepdim=True)
+        """Squared per-sample norms (K, N, 1): per tensor, then added in order (base.per_sample_norms).
+        A sum over one entry returns that entry (0 + v = v for v >= +0), so it is skipped."""
+        if single:
+            return g.pow(2) if d == 1 else g.pow(2).sum(dim=2, keepdim=True)
+        total = None
+        for a, z in spans:
+            sq = g[:, :, a:z].pow(2)
+            sq = sq if z - a == 1 else sq.sum(dim=2, keepdim=True)
+            total = sq if total is None else total + sq
+        assert total is not None
+        return total
+
+    def tree_sq(e: Tensor) -> Tensor:
+        """Squared norm of each seed's whole state (K, 1), as base.tree_norm before its sqrt."""
+        if single:
+            return e.pow(2) if d == 1 else e.pow(2).sum(dim=1, keepdim=True)
+        total = None
+        for a, z in spans:
+            sq = e[:, a:z].pow(2)
+            sq = sq if z - a == 1 else sq.sum(dim=1, keepdim=True)
+            total = sq if total is None else total + sq
+        assert total is not None
+        return total
 
     if isinstance(o0, DiceSGD):
         c1, mode, gamma, residual = o0.c1, o0.clip_mode, o0.gamma, o0.residual_clip
@@ -191,7 +222,7 @@ def run_dp(opts: Sequence[Any], grads_fn: Callable[[Tensor], Tensor], every: int
                 keep = torch.clamp(rn.reciprocal() * residual, max=1.0)
                 keep = torch.where(rn > 0, keep, torch.ones_like(keep))
                 raw = sums(t, (s + (1.0 - s) * keep) * g)
-            ne = (e.pow(2) if d == 1 else e.pow(2).sum(dim=1, keepdim=True)).sqrt()
+            ne = tree_sq(e).sqrt()
             ce = e * torch.where(ne <= c2, 1.0, c2 / ne)
             v = inv_b * clipped + ce
             mean_g = inv_b * raw
@@ -238,8 +269,11 @@ def _replayed(
     o0 = opts[0]
     key = next(iter(o0.params))
     projection = o0.projection if isinstance(o0, D2P2SGD) else "none"
-    p = o0.p_layer[key] if projection != "none" else d
-    shapes = [(d, p), (p,)] if projection == "fresh" else [(p,)]  # d2p2.py: A_k, then eps_k
+    if projection == "none":  # base.tree_randn: one draw per tensor, in order
+        shapes = [tuple(t.shape) for t in o0.params.values()]
+    else:  # one tensor of one entry (dp_unsupported_reason); d2p2.py: A_k, then eps_k
+        p = o0.p_layer[key]
+        shapes = [(d, p), (p,)] if projection == "fresh" else [(p,)]
     selections, noise, fresh = [], [], []
     std_cache: dict[tuple, Tensor] = {}
     for o in opts:
@@ -251,7 +285,8 @@ def _replayed(
         if stds is None:
             stds = torch.tensor([std_of(o, t) for t in range(steps)], dtype=torch.float64)
             std_cache[sig] = stds
-        noise.append(normals[-1] * stds[:, None])
+        drawn = normals[-1:] if projection != "none" else normals
+        noise.append(torch.cat([v.reshape(steps, -1) for v in drawn], dim=1) * stds[:, None])
         if projection == "fresh":
             fresh.append(normals[0] * o.sigma_a[key])
     if o0.sample_rate >= 1.0:
