@@ -367,3 +367,29 @@ def test_several_parameter_tensors_equal_reference(algo, n, q, sampling, steps, 
             o.step()
             want = torch.cat([p.reshape(-1) for p in o.params.values()])
             assert torch.equal(got[k, t], want), (k, t)
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (), (4, 4)])
+@pytest.mark.parametrize("q", [1.0, 0.5])
+def test_one_tensor_of_any_shape_equals_reference(shape, q):
+    """One tensor that is not a vector: a matrix (16 entries: torch's vectorised normals), a scalar."""
+    n = 12
+    data = {"A": torch.randn((n, *shape), generator=torch.Generator().manual_seed(0), dtype=torch.float64)}
+    flat = data["A"].reshape(n, -1)
+
+    def loss(params, sample):
+        return ((params["w"] - sample["A"]) ** 2).sum() / 2
+
+    def grads(x):
+        return x.unsqueeze(-2) - flat
+
+    x0 = {"w": torch.full(shape, 0.7, dtype=torch.float64)}
+    common = dict(lr=0.2, sample_rate=q, noise_multiplier=0.5, steps=30, device="cpu")
+    common["expected_batch_size"] = q * n
+    for cls, kw in ((optim.DPSGD, dict(c=2.0)), (optim.DiceSGD, dict(c1=2.0, c2=0.5))):
+        got = batched.run_dp([cls(x0, loss, data, seed=sd, **kw, **common) for sd in (0, 1)], grads, every=1)
+        for k in (0, 1):
+            o = cls(x0, loss, data, seed=k, **kw, **common)
+            for t in range(1, 31):
+                o.step()
+                assert torch.equal(got[k, t], o.params["w"].reshape(-1)), (cls.__name__, k, t)
