@@ -295,6 +295,12 @@ def toy_rows(quick: bool = True) -> list[tuple[str, float, float, float, str]]:
             "dicesgd-b1",
             dict(steps=4000, seeds=k, noise_multiplier=1.0),
         ),
+        (
+            f"run dpsgd dicesgd-b1 T=4000, {k} seeds, q=0.5, z=1",
+            "dpsgd",
+            "dicesgd-b1",
+            dict(steps=4000, seeds=k, sample_rate=0.5, noise_multiplier=1.0),
+        ),
         ("run clip21sgd2m clip21-example1 T=3000", "clip21sgd2m", "clip21-example1", dict(steps=3000)),
         ("run dicesgd dicesgd-b1 T=4000, 1 seed", "dicesgd", "dicesgd-b1", dict(steps=4000)),
     ]

@@ -18,19 +18,34 @@ def batched_unsupported_reason(s: RunSettings, prob: Any, opt: Any) -> str | Non
 
     if prob.losses_closed_form is None:
         return "the problem has no closed-form loss"
-    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
-    if np.any(np.asarray(opt.z) != 0) and s.steps * width > BATCH_NOISE_ENTRIES:
-        return f"a noisy run of more than {BATCH_NOISE_ENTRIES} steps x dimensions (noise held in memory)"
     if s.algo in CLIP21_FAMILY:
-        return batched.clip_unsupported_reason(opt, prob.grads_closed_form)
-    return batched.dp_unsupported_reason(opt, prob.grads_closed_form)
+        why = batched.clip_unsupported_reason(opt, prob.grads_closed_form)
+    else:
+        why = batched.dp_unsupported_reason(opt, prob.grads_closed_form)
+    if why is None and s.steps * _held_per_step(s, prob, opt) > BATCH_NOISE_ENTRIES:
+        why = f"more than {BATCH_NOISE_ENTRIES} drawn numbers per seed (steps x draws per step, held)"
+    return why
+
+
+def _held_per_step(s: RunSettings, prob: Any, opt: Any) -> int:
+    """How many drawn numbers the batched engine holds per seed and step (noise; with q < 1 the
+    batch draw, n uniforms or b indices; D2P2's fresh projection matrix)."""
+    noisy = bool(np.any(np.asarray(opt.z) != 0))
+    if s.algo in CLIP21_FAMILY:
+        return prob.dim * len(prob.clients) if noisy else 0
+    projection = getattr(opt, "projection", "none")
+    p = sum(opt.p_layer.values()) if projection != "none" else prob.dim  # p_l = min(p, d_l)
+    if s.sample_rate >= 1 and projection == "none":
+        return prob.dim if noisy else 0
+    held = p + (prob.size if s.sample_rate < 1 else 0)
+    return held + (prob.dim * p if projection == "fresh" else 0)
 
 
 def run_batched(s: RunSettings, prob: Any, z: float, fp: Any, first: Any, bar: Any) -> list[SeedRun]:
     """All seeds through dptheory.optim.batched, in chunks that bound the noise held in memory."""
     from dptheory.optim import batched
 
-    width = prob.dim * (len(prob.clients) if s.algo in CLIP21_FAMILY else 1)
+    width = _held_per_step(s, prob, first)
     chunk = max(1, min(s.seeds, BATCH_NOISE_ENTRIES // max(1, s.steps * width)))
     rec = batched.record_steps(s.steps, s.record_every)
     runs: list[SeedRun] = []

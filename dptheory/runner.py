@@ -5,7 +5,7 @@
 schedules from :mod:`accounting.schedules`), steps it, and records loss, ||grad f||, distance
 to the optimum and to the clipped method's exact fixed point along the way.
 
-Engines: where the problem has closed forms and the run is full batch, all K seeds run as one
+Engines: where the problem has closed forms (full batch or sampled), all K seeds run as one
 batched tensor program (:mod:`dptheory.optim.batched`, the same iterates bit for bit); otherwise
 one reference optimizer per seed steps in turn. Metrics are recorded every ``record_every`` steps.
 The optimizer's B is the accountant's public ``q N`` (:func:`public_batch_size`).
@@ -473,7 +473,8 @@ def client_batch(s: RunSettings, prob: Any) -> int | None:
 
 
 ENGINES = ("auto", "batched", "reference")
-#: The batched engine holds the noise of a chunk of seeds in memory: at most this many numbers.
+#: The batched engine holds the draws (noise; batches, projections) of a chunk of seeds in memory:
+#: at most this many numbers.
 BATCH_NOISE_ENTRIES = 2**22
 
 

@@ -147,8 +147,6 @@ def test_default_cli_runs_take_the_batched_engine():
     "algo, problem, kw",
     [
         ("dpsgd", "quadratic", {}),  # no closed form
-        ("dpsgd", "dicesgd-b1", {"sample_rate": 0.5}),  # sampled minibatches
-        ("d2p2sgd", "dicesgd-b1", {}),  # random projection
         ("clip21sgd2m", "stochastic-quadratic", {}),
     ],
 )

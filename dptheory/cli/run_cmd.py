@@ -44,9 +44,10 @@ backend: --backend flower (clip family) runs each client as a Flower ClientApp i
   process, on Flower's simulation engine or a local SuperLink + SuperNodes (--flower-runtime
   deployment), with the same iterates, and prints each client's certified local-DP epsilon;
   needs pip install -e ".[flower]"; docs/flower.md.
-speed: full-batch runs of dpsgd, dicesgd, d2psgd and the clip family on dicesgd-b1 and
-  clip21-example1 run all seeds as one batched tensor program with closed-form gradients
-  (same iterates as the step-by-step path, bit for bit); --json says which under settings.engine.
+speed: runs of dpsgd, dicesgd, the D2P2 family (projection: 1-D problems) and the clip family on
+  dicesgd-b1 and clip21-example1, full batch or sampled (q < 1), run all seeds as one batched
+  tensor program with closed-form gradients (same iterates as the step-by-step path, bit for
+  bit); --json says which under settings.engine; --engine reference forces the step-by-step path.
 """
 
 
@@ -116,6 +117,12 @@ def register(sub) -> None:
     g.add_argument("--seeds", type=integer, default=1, metavar="K", help="number of seeds (default 1)")
     g.add_argument("--seed", type=integer, default=0, help="first seed (default 0)")
     g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu or cuda")
+    g.add_argument(
+        "--engine",
+        default="auto",
+        help="auto (batched where it applies, default), batched (refused where it does not) or reference "
+        "(one optimizer per seed, step by step); same iterates either way",
+    )
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--plot", metavar="PATH", help="write a PNG of the trajectories")
     g = p.add_argument_group("backend (clip family only for flower)")
@@ -187,6 +194,11 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter("--backend", f"must be inprocess or flower (got {args.backend!r})")
     if args.flower_runtime is not None and args.backend != "flower":
         raise InvalidParameter("--flower-runtime", "only applies to --backend flower")
+    if args.engine not in runner.ENGINES:
+        allowed = ", ".join(runner.ENGINES)
+        raise InvalidParameter("--engine", f"must be one of {allowed} (got {args.engine!r})")
+    if args.engine != "auto" and args.backend != "inprocess":
+        raise InvalidParameter("--engine", "only applies to --backend inprocess")
     runner.check_options(args.algo, **options)  # before torch is imported
     if args.backend == "flower":
         from dptheory.integrations.flower import backend
@@ -207,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         except FlowerRunError as exc:  # every process is already stopped; say why in one line
             raise InvalidParameter("--backend", f"the Flower {runtime} failed: {exc.summary()}") from None
     else:
-        result, report = runner.run(args.algo, args.problem, problem_options=popts, **options), None
+        result = runner.run(args.algo, args.problem, problem_options=popts, engine=args.engine, **options)
+        report = None
     if args.plot:
         runner.plot_result(result, args.plot)
     if args.json:
