@@ -119,6 +119,8 @@ def lower_rdp(orders: np.ndarray, points: np.ndarray, values: np.ndarray) -> np.
     computed RDP ``values`` (upper bounds within :func:`_relative_excess`) at integer ``points``
     (sorted, > 1).  Entries at the points themselves are not meaningful."""
     a = np.asarray(orders, dtype=float)
+    if np.size(points) == 0:
+        return np.zeros(a.shape)
     p = np.concatenate([[1.0], np.asarray(points, dtype=float)])
     hi = np.concatenate([[0.0], (p[1:] - 1.0) * values])
     lo = np.concatenate([[0.0], (p[1:] - 1.0) * values * (1.0 - _relative_excess(p[1:]))])
@@ -151,6 +153,8 @@ def upper_rdp(orders: np.ndarray, points: np.ndarray, values: np.ndarray) -> np.
     """Chord of ``(alpha - 1) R`` between the evaluated integer points around each order (inf
     outside them): only a guide for the order in which candidates are evaluated."""
     a = np.asarray(orders, dtype=float)
+    if np.size(points) == 0:
+        return np.full(a.shape, np.inf)
     p = np.concatenate([[1.0], np.asarray(points, dtype=float)])
     f = np.concatenate([[0.0], (p[1:] - 1.0) * values])
     k = np.searchsorted(p, a, side="right")
