@@ -249,6 +249,17 @@ def screened_epsilon(
             cand &= idx < best  # ties go to the first order, and nothing beats 0
         if np.any(cand & is_int):
             cand &= is_int  # integer orders first: cheap, and they tighten L for the rest
+        elif np.any(cand):
+            # ... and the integer orders of the grid around fractional candidates (the chords
+            # that bound them from below), before any fractional order is evaluated
+            lo_n = np.floor(o[cand]).min() - 1.0
+            hi_n = np.ceil(o[cand]).max() + 1.0
+            near = np.zeros(n, dtype=bool)
+            for a in np.unique(np.floor(o[cand])):
+                near |= (o >= a - 1.0) & (o <= a + 2.0)
+            near &= is_int & ~done & (o >= lo_n) & (o <= hi_n)
+            if near.any():
+                cand = near
         todo = np.flatnonzero(cand)
         if todo.size > _FRAC_BATCH and not is_int[todo[0]]:
             # Fractional orders cost ~100x more: the most promising few first (smallest epsilon
