@@ -52,10 +52,12 @@ checks over random schedules, deltas and grids.
 Falls back to the whole curve (the answer is then exactly the full path's, not merely equal to
 rounding) when an evaluated order is dropped or a grid/smooth bound (``RdpCurve.bounded``) comes
 back -- those values are not within rounding of the truth, so step 3 does not hold -- when no
-evaluated order gives a finite epsilon, or when the grid is short or not sorted.  Warnings of the
-conversion (optimum on the edge of the grid) are the same because the smallest and the largest
-usable orders are always evaluated.  One difference is possible in principle: an order that is
-never evaluated cannot be reported as dropped.
+evaluated order gives a finite epsilon, or when the grid is short or not sorted.  The
+edge-of-grid warning of the conversion is the same: the largest order is always evaluated, and
+the smallest usable one whenever the best order could be the smallest usable order of the whole
+curve.  One difference is possible in principle: an order that is never evaluated cannot be
+reported as dropped (no case found by the tests; orders are dropped on overflow, which the
+largest order shows first, or when a fractional series does not converge).
 """
 
 from __future__ import annotations
@@ -96,16 +98,14 @@ def _relative_excess(alpha: np.ndarray) -> np.ndarray:
     return 100.0 * 8.0 * _ULP * (a * (np.log(a) + 38.0) + 2.0) / 1e-2 + 1e-12
 
 
-def _first_subset(orders: np.ndarray, method: str) -> np.ndarray:
-    """Indices of the first evaluated orders: the smallest, the smallest usable and the largest
-    order, and near each point of a geometric sequence the closest integer order (they give the
-    lower bounds) -- or the closest order when the grid has no integers."""
+def _first_subset(orders: np.ndarray) -> np.ndarray:
+    """Indices of the first evaluated orders: the largest order, and near each point of a
+    geometric sequence the closest integer order (they give the lower bounds) -- or the closest
+    order when the grid has fewer than two integers.  The smallest usable order, often a slow
+    fractional one, is evaluated only when the edge-of-grid warning needs it
+    (:func:`screened_epsilon`)."""
     n = orders.size
-    pick = {0, n - 1}
-    floor = _MIN_IMPROVED_ORDER if method == "improved" else 1.0
-    usable = np.flatnonzero(orders > floor)
-    if usable.size:
-        pick.add(int(usable[0]))
+    pick = {n - 1}
     ints = np.flatnonzero(orders == np.floor(orders))
     pool = ints if ints.size >= 2 else np.arange(n)
     k = int(math.ceil(math.log(orders[-1] / orders[0]) / math.log(_FIRST_RATIO))) + 1
@@ -228,7 +228,8 @@ def screened_epsilon(
     is_int = o == np.floor(o)
     done = np.zeros(n, dtype=bool)
     rdp = np.full(n, np.inf)
-    todo = _first_subset(o, method)
+    todo = _first_subset(o)
+    usable = np.flatnonzero(o > (_MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
         curve = evaluate(o[todo])
@@ -267,6 +268,14 @@ def screened_epsilon(
             # computed value), so that B drops and the next round screens out more.
             up = epsilon_per_order(o[todo], upper_rdp(o[todo], o[pts], rdp[pts]), delta, method)
             todo = np.sort(todo[np.argsort(up, kind="stable")[:_FRAC_BATCH]])
+        if not todo.size and usable.size and not done[usable[0]]:
+            # The conversion warns when the optimum is the smallest usable order of the curve.
+            # If the best order is the smallest *evaluated* usable one, whether it is the
+            # smallest of the whole curve depends on the orders below it: evaluate the first
+            # (finite, or dropped and then the whole curve is converted).
+            ev_usable = usable[done[usable]]
+            if ev_usable.size and best == int(ev_usable[0]):
+                todo = usable[:1]
     return rdp_to_epsilon(RdpCurve(o[done], rdp[done]), delta, method=method)
 
 

@@ -50,9 +50,10 @@ def _assert_same(full, got) -> None:
 def _schedule_case(draw):
     kind = draw(st.sampled_from([*SCHEDULES, "random"]))
     steps = draw(st.integers(1, 40))
-    base = draw(st.floats(0.3, 3000.0))
+    sigmas = st.one_of(st.floats(0.3, 3000.0), st.sampled_from([1e-3, 0.02, 0.1, 1e5]))
+    base = draw(sigmas)
     if kind == "random":
-        z = np.asarray(draw(st.lists(st.floats(0.3, 3000.0), min_size=steps, max_size=steps)))
+        z = np.asarray(draw(st.lists(sigmas, min_size=steps, max_size=steps)))
     else:
         z = np.asarray(noise_multipliers(kind, base, steps))
     q = draw(st.sampled_from([1.0, 0.5, 0.1, 0.01, 1e-3, 1e-5]))
