@@ -302,6 +302,15 @@ def screenable(event: Any) -> bool:
 def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str = "improved") -> EpsilonResult:
     """Epsilon of ``event`` over ``orders``: screened where :func:`screenable`, else the whole
     curve.  Equal to ``rdp_to_epsilon(event.rdp(orders), delta)`` up to rounding."""
+    from accounting.events import ScheduleEvent, SubsampledGaussianEvent
+    from accounting.rdp import exact_rdp_function
+
     if screenable(event):
-        return screened_epsilon(event.rdp, orders, delta, method=method, floor=event_floor(event))
+        evaluate = event.rdp
+        # steps validated and grouped once, not once per round (the same values as .rdp)
+        if isinstance(event, ScheduleEvent):
+            evaluate = exact_rdp_function(event._q, event._z) or event.rdp
+        elif isinstance(event, SubsampledGaussianEvent):
+            evaluate = exact_rdp_function(event.sample_rate, event.noise_multiplier) or event.rdp
+        return screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))
     return rdp_to_epsilon(event.rdp(np.asarray(orders, dtype=float)), delta, method=method)

@@ -193,3 +193,21 @@ def test_conversion_monotone_in_rdp() -> None:
         for method in ("improved", "classic"):
             e = epsilon_per_order(np.full(r.size, a), r, 1e-5, method)
             assert np.all(e[1:] >= e[:-1])
+
+
+def test_exact_rdp_function_is_the_same_evaluation() -> None:
+    from accounting.rdp import coarse_bounds, exact_rdp_function
+
+    z = noise_multipliers("inv-sqrt-k", 2.0, 120)
+    counts = np.arange(1, 121)
+    fn = exact_rdp_function(0.02, z, counts=counts)
+    assert fn is not None
+    for orders in (DEFAULT_ORDERS, np.array([1.5, 7.0, 33.3])):
+        want = subsampled_gaussian_rdp(0.02, z, orders, counts=counts)
+        got = fn(orders)
+        assert np.array_equal(got.rdp, want.rdp) and got.dropped == want.dropped
+    # where subsampled_gaussian_rdp would bound steps from a sigma grid: no exact function
+    assert exact_rdp_function(0.02, noise_multipliers("inv-k", 30.0, 5000)) is None
+    with coarse_bounds():
+        assert exact_rdp_function(0.02, z) is None
+        assert exact_rdp_function(0.02, z[:10]) is not None

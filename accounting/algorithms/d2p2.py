@@ -232,8 +232,7 @@ class _D2P2Family(Algorithm):
                     method=p.conversion,
                 )
                 return curve_epsilon(curve, delta, p.conversion)
-            from accounting import sigma_grid
-            from accounting.rdp import subsampled_gaussian_rdp
+            from accounting.rdp import exact_rdp_function, subsampled_gaussian_rdp
 
             # blocked schedules (T > EXACT_STEPS) are bounds already: the sigma-grid bound costs ~0.4 s
             # there against ~7 s for exact per-block evaluation, and adds ~1e-8 relative
@@ -244,14 +243,14 @@ class _D2P2Family(Algorithm):
                     p.sample_rate, zz, orders, counts=counts, evaluation=evaluation
                 )
 
-            exact_below = min(sigma_grid.AUTO_GRID_MIN_ROWS, sigma_grid.AUTO_GRID_THRESHOLD + 1)
-            if evaluation == "auto" and np.unique(zz).size < exact_below:
-                # exact evaluation: only the orders that can be optimal (accounting.order_screen;
+            exact = exact_rdp_function(p.sample_rate, zz, counts=counts) if evaluation == "auto" else None
+            if exact is not None:
+                # every step exact: only the orders that can be optimal (accounting.order_screen;
                 # the same epsilon and order as the whole curve, to rounding)
                 from accounting.order_screen import kl_floor, screened_epsilon
 
                 floor = kl_floor(p.sample_rate, zz, counts)
-                res = screened_epsilon(evaluate, orders_of(p), delta, method=p.conversion, floor=floor)
+                res = screened_epsilon(exact, orders_of(p), delta, method=p.conversion, floor=floor)
                 return result_epsilon(res)
             return curve_epsilon(evaluate(orders_of(p)), delta, p.conversion)
 
