@@ -82,12 +82,14 @@ __all__ = ["event_epsilon", "kl_floor", "screenable", "screened_epsilon"]
 #: Grids with at most this many orders are converted whole (screening would not pay).
 _MIN_SCREEN_ORDERS = 12
 #: Ratio of neighbouring orders of the first (geometric) subset.
-_FIRST_RATIO = 1.5
+_FIRST_RATIO = 2.0
 #: Relative slack on ``B`` for the candidate test (rounding between separate evaluations).
 _SLACK = 1e-9
 _ULP = 2.0**-52
 #: Fractional candidates evaluated per round (see :func:`screened_epsilon`).
 _FRAC_BATCH = 4
+#: Integer candidates evaluated per round when there are more than twice as many.
+_INT_BATCH = 4
 
 
 def _relative_excess(alpha: np.ndarray) -> np.ndarray:
@@ -250,6 +252,13 @@ def screened_epsilon(
             cand &= idx < best  # ties go to the first order, and nothing beats 0
         if np.any(cand & is_int):
             cand &= is_int  # integer orders first: cheap, and they tighten L for the rest
+            many = np.flatnonzero(cand)
+            if many.size > 2 * _INT_BATCH:
+                # the ones next to the best order first: chords of close neighbours rule out
+                # the far ones (at T = 200 on dp-accounting's grid: 6 instead of 18 orders)
+                near_best = many[np.argsort(np.abs(many - best), kind="stable")[:_INT_BATCH]]
+                cand = np.zeros(n, dtype=bool)
+                cand[near_best] = True
         elif np.any(cand):
             # ... and the integer orders of the grid around fractional candidates (the chords
             # that bound them from below), before any fractional order is evaluated
