@@ -211,3 +211,39 @@ def test_exact_rdp_function_is_the_same_evaluation() -> None:
     with coarse_bounds():
         assert exact_rdp_function(0.02, z) is None
         assert exact_rdp_function(0.02, z[:10]) is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"schedule": "inv-sqrt-k", "steps": 40},
+        {"schedule": "inv-k", "steps": 60, "mode": "claimed", "orders": "1.25-11.75:0.5,16,32,64"},
+    ],
+)
+def test_d2p2_exact_schedule_same_report_as_the_whole_curve(monkeypatch, options) -> None:
+    """The D2P2 path (epsilon and calibrate) reports what converting the whole curve reports."""
+    import accounting.order_screen as screen
+    from dptheory import api
+
+    common = dict(algo="d2p2sgd", delta=1e-5, defaults="paper", **options)
+    got_eps = api.epsilon(noise_multiplier=2.0, **common).to_json()
+    got_cal = api.calibrate(eps=3.0, **common).to_json()
+    monkeypatch.setattr(screen, "_MIN_SCREEN_ORDERS", 10**9)  # every grid converted whole
+    want_eps = api.epsilon(noise_multiplier=2.0, **common).to_json()
+    want_cal = api.calibrate(eps=3.0, **common).to_json()
+    for got, want in ((got_eps, want_eps), (got_cal, want_cal)):
+        assert got["order"] == want["order"] and got["warnings"] == want["warnings"]
+        assert got["epsilon"] == pytest.approx(want["epsilon"], rel=1e-12)
+        assert got["noise_multiplier"] == pytest.approx(want["noise_multiplier"], rel=1e-9)
+
+
+def test_near_integer_orders_convert_the_whole_curve() -> None:
+    """1.2 + 0.2 k gives 6.000000000000001, which the whole curve drops (NaN series): the
+    screened path must report the same dropped orders, so it converts the whole curve."""
+    from accounting.orders import parse_orders
+
+    orders = parse_orders("1.2-12:0.2,16,32,64")
+    event = ScheduleEvent.from_schedule("inv-k", 2.0, 40, 0.0171)
+    full = rdp_to_epsilon(event.rdp(orders), 1e-5)
+    assert any(w.startswith("RDP orders dropped") for w in full.warnings)
+    assert event_epsilon(event, orders, 1e-5) == full
