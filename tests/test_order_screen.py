@@ -82,7 +82,7 @@ def _schedule_case(draw):
     return q, z, delta, np.asarray(orders, dtype=float), method
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(_schedule_case())
 def test_screened_equals_full_curve(case) -> None:
     q, z, delta, orders, method = case
