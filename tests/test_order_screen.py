@@ -92,6 +92,14 @@ def test_screened_equals_full_curve(case) -> None:
     _assert_same(full, got)
 
 
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None)
+@given(_schedule_case())
+def test_screened_equals_full_curve_many(case) -> None:
+    """The same property on 400 examples (about 25 s; ``-m slow``)."""
+    test_screened_equals_full_curve.hypothesis.inner_test(case)
+
+
 @settings(max_examples=25, deadline=None)
 @given(_schedule_case())
 def test_lower_bounds_below_computed_curve(case) -> None:
