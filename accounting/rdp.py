@@ -100,7 +100,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -136,6 +136,7 @@ __all__ = [
     "GRID_RATIO",
     "GRID_TOL",
     "RdpCurve",
+    "exact_rdp_function",
     "gaussian_rdp",
     "subsampled_gaussian_rdp",
     "subsampled_gaussian_rdp_steps",
@@ -222,6 +223,62 @@ def subsampled_gaussian_rdp_steps(
     return vals[inverse.reshape(-1)]
 
 
+def _distinct_steps(
+    sample_rate: float | np.ndarray,
+    noise_multiplier: float | np.ndarray,
+    steps: int,
+    counts: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``(q, sigma)`` rows and how many steps each stands for (validated)."""
+    q, sig = _as_step_arrays(sample_rate, noise_multiplier)
+    steps = validate.positive_int("--steps", steps)
+    repeat = steps
+    if q.size > 1:
+        if steps not in (1, q.size):
+            raise InvalidParameter(
+                "--steps", f"per-step arrays have {q.size} entries but steps={steps} (use 1 or {q.size})"
+            )
+        repeat = 1
+    pairs = np.stack([q, sig], axis=1)
+    if counts is None:
+        uniq, n_each = np.unique(pairs, axis=0, return_counts=True)
+        return uniq, n_each.astype(float) * repeat
+    c = np.asarray(counts, dtype=float).reshape(-1)
+    if c.size != q.size or not np.all(np.isfinite(c)) or np.any(c < 1) or np.any(c != np.floor(c)):
+        raise InvalidParameter("--steps", "counts must be integers >= 1, one per step entry")
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    return uniq, np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
+
+
+def exact_rdp_function(
+    sample_rate: float | np.ndarray,
+    noise_multiplier: float | np.ndarray,
+    *,
+    steps: int = 1,
+    counts: np.ndarray | None = None,
+) -> Callable[[np.ndarray], RdpCurve] | None:
+    """``orders -> subsampled_gaussian_rdp(sample_rate, noise_multiplier, orders, steps=steps,
+    counts=counts)`` (``evaluation="auto"``) with the steps validated and grouped once, for
+    callers that evaluate the same composition at several order subsets
+    (:mod:`accounting.order_screen`).  ``None`` where that call would not evaluate every step
+    exactly (sigma grid, coarse mode): use :func:`subsampled_gaussian_rdp` there."""
+    uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
+    n = uniq.shape[0]
+    if (_COARSE is not None and n >= _COARSE_MIN_ROWS) or n >= min(
+        _grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1
+    ):
+        return None
+    q, sig = np.ascontiguousarray(uniq[:, 0]), np.ascontiguousarray(uniq[:, 1])
+
+    def evaluate(orders: np.ndarray) -> RdpCurve:
+        o = _check_orders(orders)
+        total, reasons = _evaluate(q, sig, o, weights)
+        dropped = tuple((float(o[c]), why) for c, why in reasons.items())
+        return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped)
+
+    return evaluate
+
+
 def subsampled_gaussian_rdp(
     sample_rate: float | np.ndarray,
     noise_multiplier: float | np.ndarray,
@@ -257,25 +314,7 @@ def subsampled_gaussian_rdp(
     if not ratio >= _GRID_MIN_RATIO:
         raise InvalidParameter("grid_ratio", f"must be >= {_GRID_MIN_RATIO!r} (got {grid_ratio!r})")
     o = _check_orders(orders)
-    q, sig = _as_step_arrays(sample_rate, noise_multiplier)
-    steps = validate.positive_int("--steps", steps)
-    repeat = steps
-    if q.size > 1:
-        if steps not in (1, q.size):
-            raise InvalidParameter(
-                "--steps", f"per-step arrays have {q.size} entries but steps={steps} (use 1 or {q.size})"
-            )
-        repeat = 1
-    pairs = np.stack([q, sig], axis=1)
-    if counts is None:
-        uniq, n_each = np.unique(pairs, axis=0, return_counts=True)
-        weights = n_each.astype(float) * repeat
-    else:
-        c = np.asarray(counts, dtype=float).reshape(-1)
-        if c.size != q.size or not np.all(np.isfinite(c)) or np.any(c < 1) or np.any(c != np.floor(c)):
-            raise InvalidParameter("--steps", "counts must be integers >= 1, one per step entry")
-        uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        weights = np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
+    uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     bounded: tuple[tuple[float, float], ...] = ()
     if _COARSE is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
         _COARSE["used"] = True

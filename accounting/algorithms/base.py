@@ -205,7 +205,11 @@ def curve_epsilon(curve: Any, delta: float, conversion: str) -> EpsilonValue:
     """RDP curve -> (epsilon, order) with the chosen conversion (its warnings passed on)."""
     from accounting.conversion import rdp_to_epsilon
 
-    res = rdp_to_epsilon(curve, delta, method=conversion)
+    return result_epsilon(rdp_to_epsilon(curve, delta, method=conversion))
+
+
+def result_epsilon(res: Any) -> EpsilonValue:
+    """An :class:`accounting.conversion.EpsilonResult` as an :class:`EpsilonValue`."""
     # The conversion already reports dropped orders and an optimum on the edge of the grid.
     warns = list(getattr(res, "warnings", ()) or ())
     order = float(res.order) if res.order is not None and math.isfinite(res.order) else None

@@ -64,6 +64,7 @@ from accounting.algorithms.base import (
     curve_epsilon,
     option_name,
     orders_of,
+    result_epsilon,
 )
 from accounting.errors import InvalidParameter
 
@@ -231,15 +232,27 @@ class _D2P2Family(Algorithm):
                     method=p.conversion,
                 )
                 return curve_epsilon(curve, delta, p.conversion)
-            from accounting.rdp import subsampled_gaussian_rdp
+            from accounting.rdp import exact_rdp_function, subsampled_gaussian_rdp
 
             # blocked schedules (T > EXACT_STEPS) are bounds already: the sigma-grid bound costs ~0.4 s
             # there against ~7 s for exact per-block evaluation, and adds ~1e-8 relative
             evaluation = "grid" if counts.max() > 1 and z.size > 1 else "auto"
-            curve = subsampled_gaussian_rdp(
-                p.sample_rate, zz, orders_of(p), counts=counts, evaluation=evaluation
-            )
-            return curve_epsilon(curve, delta, p.conversion)
+
+            def evaluate(orders: np.ndarray):
+                return subsampled_gaussian_rdp(
+                    p.sample_rate, zz, orders, counts=counts, evaluation=evaluation
+                )
+
+            exact = exact_rdp_function(p.sample_rate, zz, counts=counts) if evaluation == "auto" else None
+            if exact is not None:
+                # every step exact: only the orders that can be optimal (accounting.order_screen;
+                # the same epsilon and order as the whole curve, to rounding)
+                from accounting.order_screen import kl_floor, screened_epsilon
+
+                floor = kl_floor(p.sample_rate, zz, counts)
+                res = screened_epsilon(exact, orders_of(p), delta, method=p.conversion, floor=floor)
+                return result_epsilon(res)
+            return curve_epsilon(evaluate(orders_of(p)), delta, p.conversion)
 
         return eps_of
 

@@ -1,0 +1,335 @@
+"""Epsilon of a Poisson-subsampled Gaussian composition by *order screening*: evaluate the RDP
+exactly only at the orders that can attain the minimum of the conversion, with the same answer as
+converting the whole curve.
+
+Why: a caller that wants epsilon needs the curve only near its optimal order, and most of the
+cost of a heterogeneous schedule is in the fractional orders far from it (dp-accounting's grid
+has 99 fractional orders below 11).
+
+Derivation.  Let ``R`` be the true RDP of the mechanism (any composition of Poisson-subsampled
+Gaussian steps), ``f(alpha) = (alpha - 1) R(alpha) = log E_Q[(dP/dQ)^alpha]``.
+
+1. ``R`` is non-decreasing in alpha (Renyi divergences are), and ``f`` is convex in alpha
+   (a log-moment generating function; Hoelder), with ``f(1) = 0``.  Both survive composition:
+   the composed ``f`` is the sum of the steps' ``f``.
+2. Lower bounds from evaluated points.  Let ``p_0 = 1 < p_1 < ... < p_m`` be evaluated *integer*
+   orders (plus 1, where ``f = 0`` exactly), with ``flo_i <= f(p_i) <= fhi_i``.  For an order
+   ``alpha`` not evaluated:
+
+   * monotonicity: ``R(alpha) >= R(p_i)`` for every ``p_i < alpha``;
+   * right extension of a chord: for ``p_{j-1} < p_j < alpha`` convexity gives
+     ``f(alpha) >= f(p_j) + (f(p_j) - f(p_{j-1})) (alpha - p_j) / (p_j - p_{j-1})``, and the
+     right side only decreases when ``f(p_j)`` is replaced by ``flo_j`` and ``f(p_{j-1})`` by
+     ``fhi_{j-1}`` (the coefficient of ``f(p_j)`` is >= 1, that of ``f(p_{j-1})`` <= 0);
+   * left extension: for ``alpha < p_k < p_{k+1}``,
+     ``f(alpha) >= f(p_k) - (f(p_{k+1}) - f(p_k)) (p_k - alpha) / (p_{k+1} - p_k)``, likewise
+     with ``flo_k`` and ``fhi_{k+1}``.
+
+   ``L(alpha)`` is the largest of these (and 0), divided by ``alpha - 1``: ``L <= R(alpha)``.
+3. Which values bracket the truth.  The computed value at every order is an upper bound on ``R``
+   (the contract of :mod:`accounting.rdp`), so ``fhi`` is the computed value.  For ``flo`` only
+   integer orders are used: there the computed value exceeds the truth by at most the rounding
+   allowance of :mod:`accounting._log_a_int` (8 ulp of ``lgamma(alpha+1) + alpha |log(1-q)| + 1``
+   on ``log A >= 1e-2``, or relative on ``A - 1`` below; ``|log(1-q)| <= 37`` in doubles), the
+   pruning (``e^-60`` relative) and summation rounding.  :func:`_relative_excess` bounds all of
+   it, with a factor 100 to spare, relative to the value; ``flo = fhi (1 - excess)``.
+   Fractional orders (dp-accounting's absolute-value series, capped by a chord) may exceed the
+   truth by more, so they are never used for ``flo``.
+4. Screening.  The conversion ``eps(alpha, r)`` (:func:`accounting.conversion.epsilon_per_order`)
+   is non-decreasing in ``r``.  ``B``, the minimum over the evaluated orders, is attained.  An
+   order with ``eps(alpha, L(alpha)) > B`` has ``eps(alpha, computed) >= eps(alpha, R) >= ... > B``
+   and cannot be the minimum of the full curve; every other order is evaluated, ``L`` and ``B``
+   are recomputed, until no candidate is left.  Ties keep the full curve's choice (the first
+   order in grid order): when ``B = 0`` only orders before the current best can still win.  A
+   small slack (1e-9 relative) absorbs the rounding differences between evaluating an order alone
+   and within the full grid.
+
+Soundness does not depend on any of this: the reported epsilon is the conversion of exactly
+evaluated orders, hence an upper bound whatever ``L`` is.  Equality with the full curve (the
+same value to rounding, the same order) is what 2-4 buy, and what ``tests/test_order_screen.py``
+checks over random schedules, deltas and grids.
+
+Falls back to the whole curve (the answer is then exactly the full path's, not merely equal to
+rounding) when an evaluated order is dropped or a grid/smooth bound (``RdpCurve.bounded``) comes
+back -- those values are not within rounding of the truth, so step 3 does not hold -- when no
+evaluated order gives a finite epsilon, or when the grid is short or not sorted.  The
+edge-of-grid warning of the conversion is the same: the largest order is always evaluated, and
+the smallest usable one whenever the best order could be the smallest usable order of the whole
+curve.  Dropped orders: an order that is never evaluated cannot be reported as dropped.  Orders
+are dropped on overflow, which the largest order (always evaluated) shows first; where a
+fractional series fails and the chord between the neighbouring integer orders is not finite,
+which again needs an overflowing integer order; and at fractional orders within an ulp or so of
+an integer (``6.000000000000001`` from a stepped ``--orders`` range: the series gives NaN), for
+which grids with such orders are converted whole.  The tests found no other case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from accounting.conversion import (
+    _MIN_IMPROVED_ORDER,
+    EpsilonResult,
+    _method,
+    epsilon_per_order,
+    rdp_to_epsilon,
+)
+from accounting.rdp_curve import RdpCurve
+
+__all__ = ["event_epsilon", "kl_floor", "screenable", "screened_epsilon"]
+
+#: Grids with at most this many orders are converted whole (screening would not pay).
+_MIN_SCREEN_ORDERS = 12
+#: Ratio of neighbouring orders of the first (geometric) subset.
+_FIRST_RATIO = 2.0
+#: Relative slack on ``B`` for the candidate test (rounding between separate evaluations).
+_SLACK = 1e-9
+_ULP = 2.0**-52
+#: Fractional candidates evaluated per round (see :func:`screened_epsilon`).
+_FRAC_BATCH = 4
+#: Integer candidates evaluated per round when there are more than twice as many.
+_INT_BATCH = 4
+#: Fractional orders this close (relative) to an integer make the whole curve be converted.
+_NEAR_INT = 1e-9
+
+
+def _relative_excess(alpha: np.ndarray) -> np.ndarray:
+    """Bound on (computed - true) / computed RDP at integer orders (step 3 of the docstring):
+    100 x (8 ulp of ``alpha (log alpha + 38) + 2``, divided by the 1e-2 floor of ``log A`` of
+    the plain sum) plus 1e-12 for pruning and summation."""
+    a = np.asarray(alpha, dtype=float)
+    return 100.0 * 8.0 * _ULP * (a * (np.log(a) + 38.0) + 2.0) / 1e-2 + 1e-12
+
+
+def _first_subset(orders: np.ndarray) -> np.ndarray:
+    """Indices of the first evaluated orders: the largest order, and near each point of a
+    geometric sequence the closest integer order (they give the lower bounds) -- or the closest
+    order when the grid has fewer than two integers.  The smallest usable order, often a slow
+    fractional one, is evaluated only when the edge-of-grid warning needs it
+    (:func:`screened_epsilon`)."""
+    n = orders.size
+    pick = {n - 1}
+    ints = np.flatnonzero(orders == np.floor(orders))
+    pool = ints if ints.size >= 2 else np.arange(n)
+    k = int(math.ceil(math.log(orders[-1] / orders[0]) / math.log(_FIRST_RATIO))) + 1
+    for t in np.geomspace(orders[0], orders[-1], max(k, 2)):
+        pick.add(int(pool[np.argmin(np.abs(np.log(orders[pool] / t)))]))
+    return np.array(sorted(pick), dtype=np.intp)
+
+
+def lower_rdp(orders: np.ndarray, points: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``L(alpha)`` of the module docstring at every order: a lower bound on the true RDP from
+    computed RDP ``values`` (upper bounds within :func:`_relative_excess`) at integer ``points``
+    (sorted, > 1).  Entries at the points themselves are not meaningful."""
+    a = np.asarray(orders, dtype=float)
+    if np.size(points) == 0:
+        return np.zeros(a.shape)
+    p = np.concatenate([[1.0], np.asarray(points, dtype=float)])
+    hi = np.concatenate([[0.0], (p[1:] - 1.0) * values])
+    lo = np.concatenate([[0.0], (p[1:] - 1.0) * values * (1.0 - _relative_excess(p[1:]))])
+    lo = np.maximum(lo, 0.0)
+    m = p.size
+    f = np.zeros(a.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # monotone R: the largest lower value below alpha (points sorted: a running max)
+        r_lo = np.concatenate([[0.0], lo[1:] / (p[1:] - 1.0)])
+        run = np.maximum.accumulate(r_lo)
+        j = np.searchsorted(p, a, side="left") - 1  # largest point < alpha (>= 0 since alpha > 1)
+        f = np.maximum(f, run[j] * (a - 1.0))
+        # right extension of the chord (p[j-1], p[j])
+        ok = j >= 1
+        jj = np.where(ok, j, 1)
+        slope = (lo[jj] - hi[jj - 1]) / (p[jj] - p[jj - 1])
+        f = np.where(ok, np.maximum(f, lo[jj] + slope * (a - p[jj])), f)
+        # left extension of the chord (p[k], p[k+1]), p[k] the smallest point > alpha
+        k = np.searchsorted(p, a, side="right")
+        ok = k + 1 < m
+        kk = np.where(ok, k, 0)
+        kk1 = np.minimum(kk + 1, m - 1)
+        slope = (hi[kk1] - lo[kk]) / np.where(ok, p[kk1] - p[kk], 1.0)
+        f = np.where(ok, np.maximum(f, lo[kk] - slope * (p[kk] - a)), f)
+    f = np.where(np.isfinite(f), f, 0.0)
+    return np.maximum(f, 0.0) / (a - 1.0)
+
+
+def upper_rdp(orders: np.ndarray, points: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Chord of ``(alpha - 1) R`` between the evaluated integer points around each order (inf
+    outside them): only a guide for the order in which candidates are evaluated."""
+    a = np.asarray(orders, dtype=float)
+    if np.size(points) == 0:
+        return np.full(a.shape, np.inf)
+    p = np.concatenate([[1.0], np.asarray(points, dtype=float)])
+    f = np.concatenate([[0.0], (p[1:] - 1.0) * values])
+    k = np.searchsorted(p, a, side="right")
+    ok = (k >= 1) & (k < p.size)
+    k = np.clip(k, 1, p.size - 1)
+    w = (a - p[k - 1]) / (p[k] - p[k - 1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        chord = (1.0 - w) * f[k - 1] + w * f[k]
+    return np.where(ok, chord / (a - 1.0), np.inf)
+
+
+def kl_floor(sample_rate: Any, noise_multiplier: Any, counts: Any = 1) -> float:
+    """A lower bound on the RDP at every order > 1 of Poisson-subsampled Gaussian steps
+    (``counts`` times each): ``R(alpha) >= KL >= 2 TV^2`` (monotonicity, Pinsker), summed over
+    steps, with the exact total variation ``TV = q erf(1 / (2 sqrt 2 sigma))`` of the pair
+    ``(1-q) N(0, s^2) + q N(1, s^2)`` vs ``N(0, s^2)`` (their difference is q times that of the two
+    Gaussians).  Lowered by 1e-9 relative for rounding.  It keeps orders near 1 out of the
+    candidates, where no integer order gives a lower bound."""
+    q, z, c = np.broadcast_arrays(
+        np.asarray(sample_rate, dtype=float),
+        np.asarray(noise_multiplier, dtype=float),
+        np.asarray(counts, dtype=float),
+    )
+    q, z, c = q.reshape(-1), z.reshape(-1), c.reshape(-1)
+    uz, inv = np.unique(z, return_inverse=True)
+    erf = np.array([math.erf(1.0 / (2.0 * math.sqrt(2.0) * v)) for v in uz.tolist()])[inv.reshape(-1)]
+    tv = q * erf
+    return float(np.sum(c * 2.0 * tv * tv)) * (1.0 - 1e-9)
+
+
+def event_floor(event: Any) -> float:
+    """:func:`kl_floor` of a :func:`screenable` event."""
+    from accounting.events import ComposedEvent, GaussianEvent, ScheduleEvent, SelfComposedEvent
+
+    if isinstance(event, GaussianEvent):
+        return kl_floor(1.0, event.effective_noise_multiplier)
+    if isinstance(event, ScheduleEvent):
+        return kl_floor(event._q, event._z)
+    if isinstance(event, SelfComposedEvent):
+        return event.count * event_floor(event.event)
+    if isinstance(event, ComposedEvent):
+        return sum(event_floor(e) for e in event.events)
+    return kl_floor(event.sample_rate, event.noise_multiplier)  # SubsampledGaussianEvent
+
+
+def screened_epsilon(
+    evaluate: Callable[[np.ndarray], RdpCurve],
+    orders: np.ndarray,
+    delta: float,
+    *,
+    method: str = "improved",
+    floor: float = 0.0,
+) -> EpsilonResult:
+    """``rdp_to_epsilon(evaluate(orders), delta)`` evaluating only the orders that can attain it.
+
+    ``evaluate(sub)`` must return the RDP curve of a composition of Poisson-subsampled Gaussian
+    (or plain Gaussian) steps at the orders ``sub`` -- the same values it would give for them
+    within the whole grid, up to rounding.  ``floor`` is a lower bound on the true RDP at every
+    order (e.g. :func:`kl_floor`; 0 is always valid).  See the module docstring for the
+    derivation and the cases that fall back to the whole curve.
+    """
+    method = _method(method)
+    o = np.asarray(orders, dtype=float).reshape(-1)
+
+    def full() -> EpsilonResult:
+        return rdp_to_epsilon(evaluate(o), delta, method=method)
+
+    if o.size <= _MIN_SCREEN_ORDERS or not np.all(np.diff(o) > 0) or not o[0] > 1.0:
+        return full()
+    n = o.size
+    is_int = o == np.floor(o)
+    if np.any(~is_int & (np.abs(o - np.round(o)) < _NEAR_INT * o)):
+        # e.g. 6.000000000000001 from a stepped --orders range: the fractional series gives
+        # NaN there and the whole curve lists the order as dropped, which only evaluating it
+        # shows -- so evaluate everything and keep that warning
+        return full()
+    done = np.zeros(n, dtype=bool)
+    rdp = np.full(n, np.inf)
+    todo = _first_subset(o)
+    usable = np.flatnonzero(o > (_MIN_IMPROVED_ORDER if method == "improved" else 1.0))
+    idx = np.arange(n)
+    while todo.size:
+        curve = evaluate(o[todo])
+        if curve.dropped or curve.bounded:
+            return full()
+        rdp[todo] = curve.rdp
+        done[todo] = True
+        eps = epsilon_per_order(o[done], rdp[done], delta, method)
+        if not np.any(np.isfinite(eps)):
+            return full()
+        b = float(np.min(eps))
+        best = int(idx[done][int(np.argmin(eps))])
+        pts = done & is_int
+        low = np.maximum(lower_rdp(o, o[pts], rdp[pts]), floor)
+        eps_low = epsilon_per_order(o, low, delta, method)
+        cand = ~done & (eps_low <= b * (1.0 + _SLACK))
+        if b == 0.0:
+            cand &= idx < best  # ties go to the first order, and nothing beats 0
+        if np.any(cand & is_int):
+            cand &= is_int  # integer orders first: cheap, and they tighten L for the rest
+            many = np.flatnonzero(cand)
+            if many.size > 2 * _INT_BATCH:
+                # the ones next to the best order first: chords of close neighbours rule out
+                # the far ones (at T = 200 on dp-accounting's grid: 6 instead of 18 orders)
+                near_best = many[np.argsort(np.abs(many - best), kind="stable")[:_INT_BATCH]]
+                cand = np.zeros(n, dtype=bool)
+                cand[near_best] = True
+        elif np.any(cand):
+            # ... and the integer orders of the grid around fractional candidates (the chords
+            # that bound them from below), before any fractional order is evaluated
+            lo_n = np.floor(o[cand]).min() - 1.0
+            hi_n = np.ceil(o[cand]).max() + 1.0
+            near = np.zeros(n, dtype=bool)
+            for a in np.unique(np.floor(o[cand])):
+                near |= (o >= a - 1.0) & (o <= a + 2.0)
+            near &= is_int & ~done & (o >= lo_n) & (o <= hi_n)
+            if near.any():
+                cand = near
+        todo = np.flatnonzero(cand)
+        if todo.size > _FRAC_BATCH and not is_int[todo[0]]:
+            # Fractional orders cost ~100x more: the most promising few first (smallest epsilon
+            # of the chord between evaluated integer neighbours, an upper estimate of their
+            # computed value), so that B drops and the next round screens out more.
+            up = epsilon_per_order(o[todo], upper_rdp(o[todo], o[pts], rdp[pts]), delta, method)
+            todo = np.sort(todo[np.argsort(up, kind="stable")[:_FRAC_BATCH]])
+        if not todo.size and usable.size and not done[usable[0]]:
+            # The conversion warns when the optimum is the smallest usable order of the curve.
+            # If the best order is the smallest *evaluated* usable one, whether it is the
+            # smallest of the whole curve depends on the orders below it: evaluate the first
+            # (finite, or dropped and then the whole curve is converted).
+            ev_usable = usable[done[usable]]
+            if ev_usable.size and best == int(ev_usable[0]):
+                todo = usable[:1]
+    return rdp_to_epsilon(RdpCurve(o[done], rdp[done]), delta, method=method)
+
+
+def screenable(event: Any) -> bool:
+    """Whether ``event.rdp`` is a composition of Poisson-subsampled Gaussian / Gaussian steps
+    evaluated exactly (step 3 of the module docstring holds for its integer orders)."""
+    from accounting.events import (
+        ComposedEvent,
+        GaussianEvent,
+        ScheduleEvent,
+        SelfComposedEvent,
+        SubsampledGaussianEvent,
+    )
+
+    if isinstance(event, GaussianEvent | SubsampledGaussianEvent | ScheduleEvent):
+        return True
+    if isinstance(event, SelfComposedEvent):
+        return screenable(event.event)
+    if isinstance(event, ComposedEvent):
+        return all(screenable(e) for e in event.events)
+    return False
+
+
+def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str = "improved") -> EpsilonResult:
+    """Epsilon of ``event`` over ``orders``: screened where :func:`screenable`, else the whole
+    curve.  Equal to ``rdp_to_epsilon(event.rdp(orders), delta)`` up to rounding."""
+    from accounting.events import ScheduleEvent, SubsampledGaussianEvent
+    from accounting.rdp import exact_rdp_function
+
+    if screenable(event):
+        evaluate = event.rdp
+        # steps validated and grouped once, not once per round (the same values as .rdp)
+        if isinstance(event, ScheduleEvent):
+            evaluate = exact_rdp_function(event._q, event._z) or event.rdp
+        elif isinstance(event, SubsampledGaussianEvent):
+            evaluate = exact_rdp_function(event.sample_rate, event.noise_multiplier) or event.rdp
+        return screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))
+    return rdp_to_epsilon(event.rdp(np.asarray(orders, dtype=float)), delta, method=method)
