@@ -80,7 +80,9 @@ def parse_orders(text: str) -> np.ndarray:
             n = int(math.floor((hi - lo) / step + 1e-9)) + 1
             if n > _MAX_RANGE_LENGTH:
                 raise InvalidParameter("--orders", f"range {item!r} has more than {_MAX_RANGE_LENGTH} orders")
-            values.extend((lo + step * np.arange(n)).tolist())
+            # lo + i*step carries rounding (1.2 + 24*0.2 = 6.000000000000001, which the fractional
+            # series cannot evaluate): snap to 12 significant digits, the grid the user typed.
+            values.extend(float(f"{v:.12g}") for v in (lo + step * np.arange(n)).tolist())
         else:
             values.append(_number(item, text))
     arr = np.unique(np.asarray(values, dtype=float))

@@ -255,3 +255,17 @@ def test_near_integer_orders_convert_the_whole_curve() -> None:
     full = rdp_to_epsilon(event.rdp(orders), 1e-5)
     assert any(w.startswith("RDP orders dropped") for w in full.warnings)
     assert event_epsilon(event, orders, 1e-5) == full
+
+
+def test_stepped_orders_land_on_the_typed_grid() -> None:
+    # 1.2 + 24 * 0.2 is 6.000000000000001 in floating point; the parser snaps it to 6, so the
+    # order is evaluated (integer path) instead of being dropped by the fractional series
+    from accounting.orders import parse_orders
+    from accounting.rdp import subsampled_gaussian_rdp
+
+    orders = parse_orders("1.2-12:0.2")
+    assert 6.0 in orders.tolist() and 7.0 in orders.tolist()
+    assert np.all(np.abs(orders - np.round(orders, 1)) == 0)
+    curve = subsampled_gaussian_rdp(0.01, 1.0, orders, steps=100)
+    assert curve.dropped == ()
+    assert all("dropped" not in w for w in rdp_to_epsilon(curve, 1e-5).warnings)
