@@ -160,6 +160,21 @@ def _bench_long(repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
+def dp_accounting_static_calibration(q: float, steps: int, eps: float, delta: float) -> float:
+    """The anchor: dp-accounting's ``calibrate_dp_mechanism`` with its RDP accountant on ``steps``
+    Poisson-subsampled Gaussian steps (shared with ``run_all.py``)."""
+    import dp_accounting
+
+    return dp_accounting.calibrate_dp_mechanism(
+        dp_accounting.rdp.RdpAccountant,
+        lambda s: dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), steps
+        ),
+        eps,
+        delta,
+    )
+
+
 def _our_calibration_direct() -> Callable[[], float]:
     """Static DP-SGD calibration through accounting.calibration (+ rdp + conversion)."""
     from accounting.calibration import calibrate_decreasing
@@ -208,14 +223,7 @@ def bench_calibration(repeats: int, slow_repeats: int) -> dict[str, Any]:
     rows["accounting.calibration"] = {"seconds": t, "sigma": float(z)}
 
     def dpa() -> float:
-        return dp_accounting.calibrate_dp_mechanism(
-            dp_accounting.rdp.RdpAccountant,
-            lambda s: dp_accounting.SelfComposedDpEvent(
-                dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), T
-            ),
-            eps,
-            delta,
-        )
+        return dp_accounting_static_calibration(q, T, eps, delta)
 
     t, z = best_time(dpa, slow_repeats)
     rows["dp_accounting"] = {"seconds": t, "sigma": float(z)}

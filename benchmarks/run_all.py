@@ -76,7 +76,7 @@ def row(
 # ------------------------------------------------------------------------------------ rows
 def static_calibration(repeats: int) -> list[dict]:
     """DP-SGD, q = 0.02, T = 150, eps = 2: smallest noise multiplier."""
-    import dp_accounting
+    from bench_accounting import dp_accounting_static_calibration
 
     from dptheory import api
 
@@ -89,14 +89,7 @@ def static_calibration(repeats: int) -> list[dict]:
     )
 
     def dpa() -> float:
-        return dp_accounting.calibrate_dp_mechanism(
-            dp_accounting.rdp.RdpAccountant,
-            lambda s: dp_accounting.SelfComposedDpEvent(
-                dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), steps
-            ),
-            eps,
-            DELTA,
-        )
+        return dp_accounting_static_calibration(q, steps, eps, DELTA)
 
     rows = [row("static calibration dpsgd q=0.02 T=150 eps=2 (z)", ours, "dp-accounting", cpu_best(dpa, 1))]
     try:
