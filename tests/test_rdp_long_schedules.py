@@ -103,7 +103,9 @@ def _true_rdp(q: float, sigma: np.ndarray, alpha: float) -> np.ndarray:
     out = np.empty(sigma.size)
     for a0 in range(0, sigma.size, 256):
         s = sigma[a0 : a0 + 256, None]
-        u = np.linspace(-30.0, 30.0, 6001)[None, :]  # z = u * s
+        # z = u * s; step 0.05: the trapezoid rule converges geometrically on this smooth, Gaussian-
+        # decaying integrand (1201 and 6001 points agree to 1e-12 on the default case, far inside 1e-9)
+        u = np.linspace(-30.0, 30.0, 1201)[None, :]
         zz = u * s
         x = (2 * zz - 1) / (2 * s * s)  # mu/mu0 = 1 + q expm1(x): log1p keeps tiny values exact
         log_ratio = np.where(
