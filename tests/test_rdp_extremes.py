@@ -43,7 +43,8 @@ def exact_log_a(q: float, sigma: float, alpha: float) -> float:
         (0.3, 38745322.0),
         (1e-9, 1.0),
         (1e-9, 1e4),  # the most cancellation: A - 1 ~ (q alpha / sigma)^2 ~ 1e-26
-        # slow: between default cases of the same q, on the same log(A - 1) path (A - 1 < 1e-2 at all 4 orders)
+        # slow: between default cases of the same q, on the same log(A - 1) path (A - 1 < 1e-2 at
+        # all four orders)
         pytest.param(1e-6, 30.0, marks=pytest.mark.slow),
         pytest.param(0.3, 1e4, marks=pytest.mark.slow),
         (0.999, 1e4),
