@@ -35,3 +35,27 @@ def quick_results():
 
     results = run_claims(list(registry.CLAIMS.values()), seed=0, quick=True, progress=False)
     return {r.claim.id: r for r in results}
+
+
+@pytest.fixture(scope="session")
+def quick_run(quick_results):
+    """``quick_run(cid, premises=None)``: what ``CLAIMS[cid].run(Context(seed=0, quick=True), premises=...)``
+    returns, taken from the shared quick run whenever that run saw the same premises.
+
+    ``claim.run`` with ``premises=None`` runs the premises with the same seed and flag, exactly as
+    ``run_claims`` does; a ``premises`` dict stands in for them (missing ids count as inconclusive).
+    Where it matches the verdicts of the quick run, the result is that run's; otherwise the claim is
+    run here with the given premises, so a test never gets a result computed under other premises.
+    """
+    from verification import registry
+    from verification.claim import Context, Verdict
+
+    def run(cid: str, premises: dict | None = None):
+        claim = registry.CLAIMS[cid]
+        if premises is None or all(
+            premises.get(pid, Verdict.INCONCLUSIVE) is quick_results[pid].verdict for pid in claim.depends_on
+        ):
+            return quick_results[cid]
+        return claim.run(Context(seed=0, quick=True), premises=premises)
+
+    return run

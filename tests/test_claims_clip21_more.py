@@ -13,7 +13,7 @@ import pytest
 
 from verification import properties as P
 from verification import registry
-from verification.claim import Context, Verdict
+from verification.claim import Verdict
 from verification.claims import _dice_code_rule as D
 from verification.claims import clip21 as C
 from verification.claims import released_code as R
@@ -38,8 +38,8 @@ def test_clip21_package_keeps_its_public_helpers():
 
 
 @pytest.mark.parametrize("claim", _lost.CLAIMS, ids=lambda c: c.id)
-def test_lost_statements_stay_inconclusive_with_their_surviving_text(claim):
-    res = claim.run(Context(quick=True), premises={p: Verdict.INCONCLUSIVE for p in claim.depends_on})
+def test_lost_statements_stay_inconclusive_with_their_surviving_text(claim, quick_run):
+    res = quick_run(claim.id, premises={p: Verdict.INCONCLUSIVE for p in claim.depends_on})
     assert res.verdict is Verdict.INCONCLUSIVE
     lost = [r for r in res.checks if r.name == "statement-lost"][0]
     assert lost.deciding and lost.evidence.details["surviving_text"]
@@ -85,8 +85,8 @@ def test_eq8_factor_is_zero_inside_below_one_and_tends_to_one():
     assert vals[-1] == pytest.approx((1 - 1e-8) ** 2, rel=1e-12)
 
 
-def test_eq8_lost_statement_is_inconclusive_with_both_fillings_informative():
-    res = registry.get_claim("clip21.eq8-factor").run(Context(quick=True, seed=0), premises={})
+def test_eq8_lost_statement_is_inconclusive_with_both_fillings_informative(quick_run):
+    res = quick_run("clip21.eq8-factor", premises={})
     deciding = [c for c in res.checks if c.deciding]
     assert [c.name for c in deciding] == ["statement-lost"]
     assert deciding[0].evidence.details["reason"] == "statement lost in the rendering"
@@ -136,8 +136,8 @@ def test_clip21_code_noise_counterexample_replays():
     assert clip21_epsilon_lower(z, 1000, 1e-5) > 2.0  # the project's audit says the same
 
 
-def test_clip21_code_noise_is_inconclusive_source_not_located():
-    res = registry.get_claim("clip21.code-noise").run(Context(quick=True, seed=0), premises={})
+def test_clip21_code_noise_is_inconclusive_source_not_located(quick_run):
+    res = quick_run("clip21.code-noise", premises={})
     deciding = [c for c in res.checks if c.deciding]
     assert [c.name for c in deciding] == ["source-not-located"]
     assert deciding[0].evidence.details["reason"] == "source not located"
@@ -158,7 +158,7 @@ def test_clip21_code_noise_ratio_is_independent_of_t():
     assert r[0] == r[1] and r[0] > 1
 
 
-def test_d2p2_code_schedule_counterexample_replays():
+def test_d2p2_code_schedule_counterexample_replays(quick_run):
     v = R.d2p2_code_variances(2, executed=False)  # run_cnn_cifar.sh: 2 epochs
     assert v[0] == 1.0 and v[1] == pytest.approx(1 / math.sqrt(2))  # epoch 2: sigma^2/sqrt(2), §5: sigma^2/2
     k = np.arange(1, 11)
@@ -166,7 +166,7 @@ def test_d2p2_code_schedule_counterexample_replays():
         R.d2p2_code_variances(10, executed=False), 1 / np.sqrt(k), rtol=0, atol=1e-15
     )  # Table 3
     assert np.all(R.d2p2_code_variances(10, executed=True) == 1.0)
-    res = registry.get_claim("d2p2.code-schedule").run(Context(quick=True, seed=0), premises={})
+    res = quick_run("d2p2.code-schedule", premises={})
     rows = res.checks[0].evidence.details["settings"]
     assert {r["N"] for r in rows} == {50_000}  # CIFAR-10, what cifar10.py loads
     assert all(
@@ -266,8 +266,8 @@ def test_dicesgd_code_noise_numbers_replay():
         ("dicesgd.code-noise", Verdict.REFUTED),
     ],
 )
-def test_pinned_verdicts(cid, verdict):
-    res = registry.get_claim(cid).run(Context(quick=True, seed=0), premises={})
+def test_pinned_verdicts(cid, verdict, quick_run):
+    res = quick_run(cid, premises={})
     assert res.verdict is verdict, res.summary
     if verdict is Verdict.REFUTED:
         assert all(r["verdict"] == "refuted" for r in res.readings_json())

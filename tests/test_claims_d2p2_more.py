@@ -11,15 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from verification.claim import Context, Verdict
+from verification.claim import Verdict
 
-
-def _run(cid: str, premises: dict | None = None):
-    """Quick run; ``premises`` stands in for the verdicts of ``depends_on`` (pinned elsewhere) so a
-    claim refuted by its own checks does not pay for re-running a slow premise."""
-    from verification import registry
-
-    return registry.CLAIMS[cid].run(Context(seed=0, quick=True), premises=premises)
+# Claim runs come from the ``quick_run`` fixture (tests/conftest.py): the session's shared quick run,
+# or a run here where the stated premises differ from that run's verdicts.
 
 
 # --------------------------------------------------------------------------- fresh projection audit
@@ -85,8 +80,8 @@ def test_projection_multistep_counterexample_at_stated_confidence() -> None:
     assert r["delta_lower"] > r["delta_no_projection"]
 
 
-def test_projection_verdicts_per_reading() -> None:
-    res = _run("d2p2.projection-postprocessing")
+def test_projection_verdicts_per_reading(quick_run) -> None:
+    res = quick_run("d2p2.projection-postprocessing")
     assert res.verdict is Verdict.REFUTED
     per = {r["reading"]: r for r in res.readings_json()}
     public = [r for r in per.values() if r["headline"]]
@@ -144,8 +139,8 @@ def test_thm3_counterexample_replays() -> None:
         ("d2p2.nonconvex-complexity", Verdict.REFUTED),
     ],
 )
-def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict) -> None:
-    assert _run(cid).verdict is verdict
+def test_pinned_verdicts_nonconvex(cid: str, verdict: Verdict, quick_run) -> None:
+    assert quick_run(cid).verdict is verdict
 
 
 def test_nonconvex_complexity_counterexample_replays() -> None:
@@ -216,11 +211,11 @@ def test_thm1_proof_constants_counterexample_replays() -> None:
         ("d2p2.a9-c1", Verdict.CONFIRMED),
     ],
 )
-def test_pinned_verdicts_comparisons(cid: str, verdict: Verdict) -> None:
+def test_pinned_verdicts_comparisons(cid: str, verdict: Verdict, quick_run) -> None:
     from verification import registry
 
     prem = {pid: Verdict.REFUTED for pid in registry.CLAIMS[cid].depends_on}  # thm2, thm3: pinned refuted
-    assert _run(cid, prem).verdict is verdict
+    assert quick_run(cid, prem).verdict is verdict
 
 
 # --------------------------------------------------------------------------- Lemmas 1, 2, 3, 6
@@ -295,8 +290,8 @@ def test_lemma6_check_has_power() -> None:
         ("d2p2.lemma6", Verdict.CONFIRMED),
     ],
 )
-def test_pinned_verdicts_lemmas(cid: str, verdict: Verdict) -> None:
-    assert _run(cid).verdict is verdict
+def test_pinned_verdicts_lemmas(cid: str, verdict: Verdict, quick_run) -> None:
+    assert quick_run(cid).verdict is verdict
 
 
 # --------------------------------------------------------------------------- reductions
@@ -324,8 +319,8 @@ def test_reduction_to_dp2sgd_is_exact() -> None:
         ("d2p2.reduction-privsgd", Verdict.INCONCLUSIVE),  # PrivSGD is not in the rendering
     ],
 )
-def test_pinned_verdicts_reductions(cid: str, verdict: Verdict) -> None:
-    assert _run(cid).verdict is verdict
+def test_pinned_verdicts_reductions(cid: str, verdict: Verdict, quick_run) -> None:
+    assert quick_run(cid).verdict is verdict
 
 
 # --------------------------------------------------------------------------- registry

@@ -11,11 +11,8 @@ from scipy.stats import norm
 
 from verification.claim import Context, Verdict
 
-
-def _run(cid: str, premises: dict | None = None):
-    from verification import registry
-
-    return registry.CLAIMS[cid].run(Context(seed=0, quick=True), premises=premises)
+# Claim runs come from the ``quick_run`` fixture (tests/conftest.py): the session's shared quick run,
+# or a run here where the stated premises differ from that run's verdicts.
 
 
 # --------------------------------------------------------------------------- Theorem 1
@@ -79,9 +76,9 @@ def test_thm1_bound_is_below_a_simulation_of_the_mechanism() -> None:
         assert bound["P_side"] <= p_mc + 4 * math.sqrt(p_mc * (1 - p_mc) / sims) + 1e-9
 
 
-def test_thm1_is_refuted_under_the_proof_model_and_undecided_for_the_final_iterate() -> None:
+def test_thm1_is_refuted_under_the_proof_model_and_undecided_for_the_final_iterate(quick_run) -> None:
     # premises lemma4 and lemma5 are pinned refuted in tests/test_verification.py
-    r = _run("d2p2.thm1", {"d2p2.lemma4": Verdict.REFUTED, "d2p2.lemma5": Verdict.REFUTED})
+    r = quick_run("d2p2.thm1", {"d2p2.lemma4": Verdict.REFUTED, "d2p2.lemma5": Verdict.REFUTED})
     assert r.verdict is Verdict.REFUTED
     by_reading = {x["reading"]: x["verdict"] for x in r.to_json()["readings"]}
     assert by_reading == {
@@ -137,8 +134,8 @@ def test_jl_remark_true_at_the_cited_dimension() -> None:
         assert m * (m - 1) / 2 * (chi2.sf(p * (1 + z), p) + chi2.cdf(p * (1 - z), p)) <= 1 / m
 
 
-def test_jl_remark_verdict_per_reading() -> None:
-    r = _run("d2p2.jl-probability-remark")
+def test_jl_remark_verdict_per_reading(quick_run) -> None:
+    r = quick_run("d2p2.jl-probability-remark")
     assert r.verdict is Verdict.REFUTED
     rd = {x["reading"]: (x["verdict"], x["headline"]) for x in r.to_json()["readings"]}
     assert rd["Lemma 1's p, n = m (the projected points)"] == ("refuted", True)
@@ -149,7 +146,7 @@ def test_jl_remark_verdict_per_reading() -> None:
 # --------------------------------------------------------------------------- Theorems 2 and 3
 
 
-def test_thm3_per_sample_assumption2_still_refutes_and_unbiased_reading_is_registered() -> None:
+def test_thm3_per_sample_assumption2_still_refutes_and_unbiased_reading_is_registered(quick_run) -> None:
     from verification.claims.d2p2._common import READ_UNBIASED
     from verification.claims.d2p2.nonconvex import READ_SQRT_B, _thm3_check
 
@@ -157,7 +154,7 @@ def test_thm3_per_sample_assumption2_still_refutes_and_unbiased_reading_is_regis
     assert out.verdict is Verdict.REFUTED
     assert out.details["refuted_with_per_sample_sigma_too"]
     assert out.details["sigma_per_sample_reading_of_assumption_2"] == pytest.approx(1.2)
-    r = _run("d2p2.thm3")
+    r = quick_run("d2p2.thm3")
     rd = {x["reading"]: x["verdict"] for x in r.to_json()["readings"]}
     assert rd[READ_UNBIASED] == "inconclusive" and rd[READ_SQRT_B] == "refuted"
     assert r.to_json()["domain"]["params"] == {}  # one instance was run: no searched ranges claimed

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from verification.claim import Context, Verdict
+from verification.claim import Verdict
 
 # --------------------------------------------------------------------------- replays
 
@@ -183,11 +183,11 @@ PINNED_NEW = {
 
 
 @pytest.mark.parametrize("cid,verdict", sorted(PINNED_NEW.items()))
-def test_new_claim_verdicts(cid: str, verdict: Verdict) -> None:
+def test_new_claim_verdicts(cid: str, verdict: Verdict, quick_run) -> None:
     from verification import registry
 
     claim = registry.CLAIMS[cid]
-    r = claim.run(Context(seed=0, quick=True), premises={p: Verdict.CONFIRMED for p in claim.depends_on})
+    r = quick_run(cid, premises={p: Verdict.CONFIRMED for p in claim.depends_on})
     assert r.own_verdict is verdict, r.summary
     assert claim.domain is not None and r.to_json()["readings"] is not None
     for ch in r.checks:
@@ -196,15 +196,11 @@ def test_new_claim_verdicts(cid: str, verdict: Verdict) -> None:
         assert any(c.evidence.reproduce for c in r.checks if c.verdict is Verdict.REFUTED and c.deciding)
 
 
-def test_reading_verdicts_are_reported() -> None:
-    from verification import registry
-
-    r = registry.CLAIMS["dicesgd.step2-composition"].run(Context(seed=0, quick=True))
+def test_reading_verdicts_are_reported(quick_run) -> None:
+    r = quick_run("dicesgd.step2-composition")
     per = {x["reading"]: x["verdict"] for x in r.readings_json()}
     assert per == {"for every history": "confirmed", "averaged over histories": "refuted"}
-    r = registry.CLAIMS["dicesgd.remark-constant-factor"].run(
-        Context(seed=0, quick=True), premises={"dicesgd.thm3.7": Verdict.REFUTED}
-    )
+    r = quick_run("dicesgd.remark-constant-factor", premises={"dicesgd.thm3.7": Verdict.REFUTED})
     per = {x["reading"].split(":")[0]: x["verdict"] for x in r.readings_json()}
     assert per == {"Thm 3.7's setting": "refuted", "flush regime": "inconclusive"}  # flush: informative
     assert r.verdict is Verdict.REFUTED

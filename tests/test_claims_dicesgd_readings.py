@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from verification.claim import Context, Verdict
+from verification.claim import Verdict
 
 
 @pytest.mark.parametrize("n,b,t,c", [(10, 10, 1, 1.0), (1000, 10, 500, 0.3), (10**6, 1000, 10**5, 5.0)])
@@ -33,10 +33,8 @@ def test_thm23_literal_witness_fails_only_near_delta_one() -> None:
     assert f(np.array([1.0]), np.array([math.exp(-1 / 8)]))[0] < 0
 
 
-def test_thm23_reports_the_split() -> None:
-    from verification import registry
-
-    r = registry.CLAIMS["dicesgd.thm2.3"].run(Context(seed=0, quick=True))
+def test_thm23_reports_the_split(quick_run) -> None:
+    r = quick_run("dicesgd.thm2.3")
     per = {x["reading"]: x["verdict"] for x in r.readings_json()}
     assert per == {
         "Alg. 1 as printed (w on the sum), universal u, v": "refuted",
@@ -62,12 +60,8 @@ def test_remark_fixed_b_pinned_pairs_are_verified_and_match_a_fresh_search() -> 
     assert fresh["ratio_lower_bound"] == pytest.approx(pinned["ratio_lower_bound"], rel=0.03)
 
 
-def test_remark_fixed_b_decides_and_flush_is_informative() -> None:
-    from verification import registry
-
-    r = registry.CLAIMS["dicesgd.remark-constant-factor"].run(
-        Context(seed=0, quick=True), premises={"dicesgd.thm3.7": Verdict.REFUTED}
-    )
+def test_remark_fixed_b_decides_and_flush_is_informative(quick_run) -> None:
+    r = quick_run("dicesgd.remark-constant-factor", premises={"dicesgd.thm3.7": Verdict.REFUTED})
     by = {c.name: c for c in r.checks}
     assert by["noise-ratio-fixed-B"].deciding and by["noise-ratio-fixed-B"].verdict is Verdict.REFUTED
     assert not by["noise-ratio-family"].deciding  # N grows with B there: informative only
@@ -91,10 +85,8 @@ def test_lemma_a5_proof_margin_is_tight_and_detects_a_smaller_offset() -> None:
     assert high.is_positive
 
 
-def test_lemma_a5_decided_by_the_proof_search_supporting() -> None:
-    from verification import registry
-
-    r = registry.CLAIMS["dicesgd.lemma-a5"].run(Context(seed=0, quick=True))
+def test_lemma_a5_decided_by_the_proof_search_supporting(quick_run) -> None:
+    r = quick_run("dicesgd.lemma-a5")
     by = {c.name: c for c in r.checks}
     assert by["mironov-prop3-proof"].deciding and by["mironov-prop3-proof"].verdict is Verdict.CONFIRMED
     search = by["adversarial-search-exact-profiles"]
@@ -102,14 +94,14 @@ def test_lemma_a5_decided_by_the_proof_search_supporting() -> None:
     assert r.verdict is Verdict.CONFIRMED
 
 
-def test_lemma_a8_mixture_reading_found_in_quick_mode() -> None:
+def test_lemma_a8_mixture_reading_found_in_quick_mode(quick_run) -> None:
     from verification import registry
     from verification.claims.dicesgd.rdp_lemmas import LEMMA_A8_MIXTURE_WITNESS, _a8_mixture_replay
 
     bad, rep = _a8_mixture_replay(LEMMA_A8_MIXTURE_WITNESS)  # 50-digit binomial expansion
     assert bad and rep["lhs_50_digits"] > rep["rhs_50_digits"]
     claim = registry.CLAIMS["dicesgd.lemma-a8"]
-    r = claim.run(Context(seed=0, quick=True), premises={p: Verdict.CONFIRMED for p in claim.depends_on})
+    r = quick_run(claim.id, premises={p: Verdict.CONFIRMED for p in claim.depends_on})
     mix = next(c for c in r.checks if c.name == "applied-to-a-mixture")
     assert mix.verdict is Verdict.REFUTED and not mix.deciding  # outside the lemma's stated domain
     assert r.verdict is Verdict.CONFIRMED  # the statement itself (three Gaussians) holds

@@ -76,6 +76,9 @@ def test_flower_dropout_in_simulation() -> None:
     assert out["participated"] == [[0, 1], [0], [0, 1]]
 
 
+# slow, like every other test here that starts real Flower processes: about 8 s of CPU, nearly all
+# of it the SuperLink's and SuperNodes' start-up. The in-process Flower tests stay in the default run.
+@pytest.mark.slow
 def test_deployment_timeout_kills_everything(monkeypatch) -> None:
     """A run stopped by its timeout raises and leaves no SuperLink/SuperNode behind (and the
     leftover check sees the processes while they run: it can fail)."""

@@ -205,13 +205,10 @@ def test_every_claim_full_run_gives_a_verdict() -> None:
         assert r.verdict in set(Verdict) and not r.crashed, (claim.id, [c.crashed for c in r.crashed])
 
 
-def test_report_is_written_atomically(tmp_path) -> None:
-    from verification import registry
+def test_report_is_written_atomically(tmp_path, quick_run) -> None:
     from verification.report import verdict_table, write_report
 
-    results = [
-        registry.CLAIMS[c].run(Context(seed=0, quick=True)) for c in ("dicesgd.example-b1", "d2p2.lemma4")
-    ]
+    results = [quick_run(c) for c in ("dicesgd.example-b1", "d2p2.lemma4")]
     target = tmp_path / "rep"
     write_report(results, target, seed=0, quick=True, command="test", runtime_s=1.0)
     text = (target / "report.md").read_text()
