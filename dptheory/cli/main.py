@@ -73,12 +73,32 @@ def _arm_timeout(seconds: float | None) -> None:
     from accounting import validate
 
     seconds = validate.positive("--timeout", seconds)
+    deferred = [0]
 
     def _expire(signum, frame):  # noqa: ARG001
+        # An exception raised while a module initialises can cross C++ (torch's import): pybind11
+        # then calls std::terminate and the process aborts.  Defer until the import is done,
+        # re-checking every 50 ms, at most _IMPORT_GRACE_S in all.
+        if _importing() and deferred[0] * _IMPORT_RECHECK_S < _IMPORT_GRACE_S:
+            deferred[0] += 1
+            signal.setitimer(signal.ITIMER_REAL, _IMPORT_RECHECK_S)
+            return
         raise CommandTimeout()
 
     signal.signal(signal.SIGALRM, _expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+_IMPORT_RECHECK_S = 0.05
+_IMPORT_GRACE_S = 30.0
+
+
+def _importing() -> bool:
+    """Is a module being initialised right now (its spec marked ``_initializing``)?"""
+    for mod in list(sys.modules.values()):
+        if getattr(getattr(mod, "__spec__", None), "_initializing", False):
+            return True
+    return False
 
 
 def _disarm_timeout() -> None:
