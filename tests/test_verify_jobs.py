@@ -50,12 +50,16 @@ def test_two_workers_give_the_serial_results() -> None:
 
 
 def test_default_jobs_is_the_affinity_mask_capped_by_the_claims() -> None:
+    from verification import registry
     from verification.parallel import default_jobs
 
+    every = list(registry.CLAIMS.values())
     cpus = len(os.sched_getaffinity(0))
-    assert default_jobs(1000) == cpus
-    assert default_jobs(1) == 1
-    assert default_jobs(0) == 1
+    assert default_jobs(every, quick=True) == min(cpus, len(every))
+    assert default_jobs(every[:1], quick=False) == 1
+    # a couple of cheap claims: starting workers would cost more than it saves
+    cheap = [registry.CLAIMS["dicesgd.lemma-a1"], registry.CLAIMS["d2p2.lemma4"]]
+    assert default_jobs(cheap, quick=True) == 1
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "nan"])

@@ -36,13 +36,27 @@ from verification.claim import CheckResult, Claim, ClaimResult, Context, Verdict
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def default_jobs(n_claims: int) -> int:
-    """The CPUs this process may use (its affinity mask), capped by the number of claims."""
+#: Below this many estimated seconds of claims, starting workers (a forkserver importing torch,
+#: sympy and the claim modules: about 6 s of CPU) costs more than it saves: run in-process.
+MIN_PARALLEL_S = 10.0
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity mask)."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, n_claims))
+        return os.cpu_count() or 1
+
+
+def default_jobs(claims: Sequence[Claim], quick: bool) -> int:
+    """``--jobs`` when not given: the usable CPUs, capped by the number of claims; 1 (in-process)
+    when the claims' estimated run time is under :data:`MIN_PARALLEL_S`."""
+    from verification.cost_hints import estimated_seconds
+
+    if sum(estimated_seconds(c.id, len(c.checks), quick) for c in claims) < MIN_PARALLEL_S:
+        return 1
+    return max(1, min(usable_cpus(), len(claims)))
 
 
 def _worker_init() -> None:

@@ -61,7 +61,8 @@ def register(sub) -> None:
         type=_jobs,
         metavar="N",
         help="run claims in N worker processes (default: the CPUs this process may use, at most "
-        "one per claim; 1 runs them in this process); the results are the same for every N",
+        "one per claim, or 1 when the claims take under about 10 s; 1 runs them in this process); "
+        "the results are the same for every N",
     )
     p.set_defaults(handler=run)
 
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
     from verification.parallel import default_jobs
 
-    jobs = args.jobs if args.jobs is not None else default_jobs(len(claims))
+    jobs = args.jobs if args.jobs is not None else default_jobs(claims, args.quick)
     t0 = time.perf_counter()
     results = run_claims(
         claims,
