@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+USER_FILE = ROOT / "examples" / "claims" / "gaussian_mechanism.py"
 # a premise chain reaching outside the selection (clip21.thm5 <- lemma5 <- lemma3), plus claims
 # of the other papers, all quick enough for the default suite
 SUBSET = ["dicesgd.lemma-a5", "clip21.thm5", "clip21.lemma8", "d2p2.lemma3", "dicesgd.lemma-a6"]
@@ -38,11 +39,16 @@ def _without_timings(results) -> list[dict]:
 def test_two_workers_give_the_serial_results() -> None:
     from verification import registry
     from verification.engine import run_claims
+    from verification.userfile import load_claims_file
 
-    claims = [registry.CLAIMS[cid] for cid in SUBSET]
-    serial = run_claims(claims, seed=0, quick=True, progress=False, jobs=1)
-    parallel = run_claims(claims, seed=0, quick=True, progress=False, jobs=2)
-    assert [r.claim.id for r in parallel] == SUBSET  # the order asked for, premises not returned
+    # built-in claims, then a user's claims file, which the workers load again by its path
+    user = {c.id: c for c in load_claims_file(USER_FILE, builtin=registry.CLAIMS)}
+    claims = [registry.CLAIMS[cid] for cid in SUBSET] + list(user.values())
+    kw = dict(seed=0, quick=True, progress=False, extra=user, claims_file=str(USER_FILE))
+    serial = run_claims(claims, jobs=1, **kw)
+    parallel = run_claims(claims, jobs=2, **kw)
+    # the order asked for, premises outside the selection not returned, the parent's claim objects
+    assert [r.claim.id for r in parallel] == [c.id for c in claims]
     assert all(r.claim is c for r, c in zip(parallel, claims, strict=True))
     assert _without_timings(parallel) == _without_timings(serial)
     thm5 = parallel[1]
