@@ -139,6 +139,7 @@ def test_timeout_kills_the_workers() -> None:
     _assert_all_gone(seen)
 
 
+@pytest.mark.slow  # the same clean-up path as --timeout's, with another 10 s of CPU
 def test_sigterm_kills_the_workers() -> None:
     proc = _start_slow_run()
     # the forkserver, its two workers and multiprocessing's resource tracker
