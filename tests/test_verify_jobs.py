@@ -55,17 +55,21 @@ def test_two_workers_give_the_serial_results() -> None:
     assert [pid for pid, _ in thm5.premises] == list(registry.CLAIMS["clip21.thm5"].depends_on)
 
 
-def test_default_jobs_is_the_affinity_mask_capped_by_the_claims() -> None:
+def test_default_jobs_counts_the_idle_cpus() -> None:
     from verification import registry
-    from verification.parallel import default_jobs
+    from verification.parallel import busy_elsewhere, default_jobs
 
     every = list(registry.CLAIMS.values())
     cpus = len(os.sched_getaffinity(0))
-    assert default_jobs(every, quick=True) == min(cpus, len(every))
-    assert default_jobs(every[:1], quick=False) == 1
+    assert default_jobs(every, quick=True, busy=0) == min(cpus, len(every))
+    assert default_jobs(every, quick=True, busy=cpus) == 1  # others use every CPU: in-process
+    assert default_jobs(every, quick=True, busy=cpus - 1) == min(2, cpus)  # one idle CPU
+    assert default_jobs(every[:1], quick=False, busy=0) == 1
     # a couple of cheap claims: starting workers would cost more than it saves
     cheap = [registry.CLAIMS["dicesgd.lemma-a1"], registry.CLAIMS["d2p2.lemma4"]]
-    assert default_jobs(cheap, quick=True) == 1
+    assert default_jobs(cheap, quick=True, busy=0) == 1
+    assert busy_elsewhere(samples=2, interval_s=0.0) >= 0
+    assert 1 <= default_jobs(every, quick=True) <= cpus
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5", "nan"])

@@ -49,14 +49,46 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def default_jobs(claims: Sequence[Claim], quick: bool) -> int:
-    """``--jobs`` when not given: the usable CPUs, capped by the number of claims; 1 (in-process)
-    when the claims' estimated run time is under :data:`MIN_PARALLEL_S`."""
+def busy_elsewhere(samples: int = 5, interval_s: float = 0.04) -> float:
+    """Runnable tasks other than this one right now (median of a few reads of /proc/loadavg).
+
+    The kernel shares the CPUs between sessions (autogroup), so workers only add speed where
+    cores are idle; the 1-minute load average would also count this session's previous run.
+    Returns 0 where /proc/loadavg cannot be read.
+    """
+    import statistics
+    import time
+
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as fh:
+                running = int(fh.read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        counts.append(max(0, running - 1))  # the reader itself is running
+        if i + 1 < samples:
+            time.sleep(interval_s)
+    return float(statistics.median(counts))
+
+
+def default_jobs(claims: Sequence[Claim], quick: bool, *, busy: float | None = None) -> int:
+    """``--jobs`` when not given: one more than the idle CPUs, at most the usable CPUs and one
+    per claim; 1 (in-process) when the claims' estimated run time is under :data:`MIN_PARALLEL_S`.
+
+    ``busy`` is the number of tasks running elsewhere (default: :func:`busy_elsewhere`). On a
+    machine that others keep busy, two workers get the CPU share one process would get and pay
+    for their start-up: measured slower than in-process, hence the idle count.
+    """
     from verification.cost_hints import estimated_seconds
 
+    if len(claims) < 2:
+        return 1
     if sum(estimated_seconds(c.id, len(c.checks), quick) for c in claims) < MIN_PARALLEL_S:
         return 1
-    return max(1, min(usable_cpus(), len(claims)))
+    cpus = usable_cpus()
+    idle = cpus - (busy_elsewhere() if busy is None else busy)
+    return max(1, min(cpus, len(claims), int(idle) + 1))
 
 
 def _worker_init() -> None:

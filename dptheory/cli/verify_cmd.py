@@ -60,9 +60,9 @@ def register(sub) -> None:
         "--jobs",
         type=_jobs,
         metavar="N",
-        help="run claims in N worker processes (default: the CPUs this process may use, at most "
-        "one per claim, or 1 when the claims take under about 10 s; 1 runs them in this process); "
-        "the results are the same for every N",
+        help="run claims in N worker processes (default: one more than the idle CPUs, at most the "
+        "CPUs this process may use and one per claim; 1 when the claims take under about 10 s); "
+        "1 runs them in this process; the results are the same for every N",
     )
     p.set_defaults(handler=run)
 
