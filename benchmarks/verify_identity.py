@@ -11,6 +11,9 @@ ratios, counterexamples). This script records all of that (the ``--json`` payloa
 
 ``snap --claim ID`` restricts the run to some claims (premises still run, as in ``verify``).
 ``compare`` exits 1 and lists the first differences when the records differ.
+``snap --jobs N`` runs the claims in N worker processes (``dptheory verify --jobs``), to show
+that the parallel run reports exactly what the serial one does. ``costs SNAP`` prints the
+per-claim seconds of a snapshot as the table of ``verification/cost_hints.py``.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ import time
 from collections import Counter
 
 
-def snapshot(quick: bool, claim_ids: list[str], seed: int) -> dict:
+def snapshot(quick: bool, claim_ids: list[str], seed: int, jobs: int = 1) -> dict:
     from verification import engine, registry
 
     claims = engine.select(claim_ids or None, None, run_all=not claim_ids)
-    wall0, cpu0 = time.perf_counter(), time.process_time()
-    results = engine.run_claims(claims, seed=seed, quick=quick, progress=False)
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    wall0, cpu0 = time.perf_counter(), _cpu_with_children()
+    results = engine.run_claims(claims, seed=seed, quick=quick, progress=False, jobs=jobs)
+    wall, cpu = time.perf_counter() - wall0, _cpu_with_children() - cpu0
     records, timing = [], []
     for r in results:
         rec = r.to_json()
@@ -47,6 +50,22 @@ def snapshot(quick: bool, claim_ids: list[str], seed: int) -> dict:
         "per_check_wall_s": timing,
         "n_registered": len(registry.CLAIMS),
     }
+
+
+def _cpu_with_children() -> float:
+    """User + system CPU of this process and of its reaped children (the --jobs workers)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def per_claim_seconds(snap: dict) -> dict[str, float]:
+    """Each claim's summed check wall time in a snapshot, rounded to 0.1 s."""
+    out: dict[str, float] = {}
+    for seconds, cid, _check in snap["per_check_wall_s"]:
+        out[cid] = out.get(cid, 0.0) + seconds
+    return {cid: round(s, 1) for cid, s in sorted(out.items())}
 
 
 def _diff(a, b, path: str, out: list[str]) -> None:
@@ -82,17 +101,25 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--quick", action="store_true")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--claim", action="append", default=[])
+    sp.add_argument("--jobs", type=int, default=1)
+    hp = sub.add_parser("costs", help="print a snapshot's per-claim seconds (for cost_hints.py)")
+    hp.add_argument("snap")
     cp = sub.add_parser("compare", help="compare two snapshots")
     cp.add_argument("before")
     cp.add_argument("after")
     args = ap.parse_args(argv)
     if args.cmd == "snap":
-        snap = snapshot(args.quick, args.claim, args.seed)
+        snap = snapshot(args.quick, args.claim, args.seed, args.jobs)
         with open(args.out, "w") as fh:
             json.dump(snap, fh, indent=1, sort_keys=True, default=repr)
         print(f"wall {snap['wall_s']} s, cpu {snap['cpu_s']} s, verdicts {snap['verdicts']}")
         for t, cid, check in snap["per_check_wall_s"][:10]:
             print(f"  {t:8.2f} s  {cid}:{check}")
+        return 0
+    if args.cmd == "costs":
+        with open(args.snap) as fh:
+            for cid, s in per_claim_seconds(json.load(fh)).items():
+                print(f"    {cid!r}: {s},")
         return 0
     with open(args.before) as fb, open(args.after) as fa:
         before, after = json.load(fb), json.load(fa)

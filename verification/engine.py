@@ -36,6 +36,7 @@ def run_claims(
     progress: bool | None = None,
     extra: Mapping[str, Claim] | None = None,
     claims_file: str = "",
+    jobs: int = 1,
 ) -> list[ClaimResult]:
     """Run every check of every claim (crashes are contained per check).
 
@@ -43,6 +44,9 @@ def run_claims(
     run too (once each, same seed and quick flag) but not returned. ``extra`` holds claims from
     outside the registry (a user's ``--claims-file``) that premises may name; ``claims_file`` is
     the file's path as given, which the checks' reproduce commands then carry.
+
+    ``jobs`` > 1 runs the claims in that many worker processes (:mod:`verification.parallel`)
+    with the same results; ``jobs`` = 1 runs them here, one after the other.
     """
     from verification import registry
     from verification.progress import CheckProgress
@@ -62,6 +66,25 @@ def run_claims(
         return out
 
     bar = CheckProgress(sum(len(c.checks) for c in claims), enabled=progress)
+    # the workers find a user's claim by loading its file again, so they need the path
+    if jobs > 1 and (not extra or claims_file):
+        from verification.parallel import run_claims_parallel
+
+        def resolve(pid: str) -> Claim:
+            return extra[pid] if extra and pid in extra else registry.CLAIMS[pid]
+
+        try:
+            return run_claims_parallel(
+                claims,
+                jobs=jobs,
+                seed=seed,
+                quick=quick,
+                on_claim_done=lambda c: bar.advance(len(c.checks), c.id),
+                resolve=resolve,
+                claims_file=claims_file,
+            )
+        finally:
+            bar.close()
     try:
         results = []
         for c in claims:

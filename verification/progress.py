@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 
 class CheckProgress:
-    """Counts finished checks; ``step(label)`` is called before each check starts."""
+    """Counts finished checks; ``step(label)`` is called before each check starts, or
+    ``advance(n, label)`` after ``n`` checks finished together."""
 
     def __init__(self, total: int, *, enabled: bool | None = None) -> None:
         from tqdm import tqdm
@@ -23,6 +24,11 @@ class CheckProgress:
             self._bar.update(1)
         self._started = True
         self._bar.set_postfix_str(label, refresh=False)
+
+    def advance(self, n: int, label: str) -> None:
+        """``n`` checks finished at once (a whole claim run elsewhere, by a worker process)."""
+        self._bar.set_postfix_str(label, refresh=False)
+        self._bar.update(n)
 
     def callback(self) -> Callable[[str], None]:
         return self.step

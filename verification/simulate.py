@@ -121,10 +121,16 @@ def clip21sgd2m_deterministic(
     # Hot loop of the clip21 searches: the same arithmetic as np.stack / .mean / clip_vec (mean is
     # add.reduce then a division by n; the clip norms are the ones computed for ``active``), without
     # their per-call overhead, so the values are bit-identical.
+    # ``client_grads.all_at(x)``, where given, is every client's gradient at once, bit for bit the
+    # per-client calls (verification.claims.clip21._references.QuadClients).
+    all_at = getattr(client_grads, "all_at", None)
     for _ in range(steps):
         x = x - gamma * g
-        for i, f in enumerate(client_grads):
-            grads[i] = f(x)
+        if all_at is not None:
+            grads[:] = all_at(x)
+        else:
+            for i, f in enumerate(client_grads):
+                grads[i] = f(x)
         gradsq.append(float(np.sum((np.add.reduce(grads, axis=0) / n) ** 2)))
         v = (1 - beta) * v + beta * grads
         diff = v - gi

@@ -56,6 +56,14 @@ def register(sub) -> None:
     )
     p.add_argument("--list", action="store_true", help="list the claim ids and exit")
     p.add_argument("--seed", type=integer, default=0, help="seed for every randomised check (default 0)")
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="run claims in N worker processes (default: one more than the idle CPUs, at most the "
+        "CPUs this process may use and one per claim; 1 when the claims take under about 10 s); "
+        "1 runs them in this process; the results are the same for every N",
+    )
     p.set_defaults(handler=run)
 
 
@@ -101,9 +109,17 @@ def run(args: argparse.Namespace) -> int:
         except ReportDirError as exc:
             raise UsageError("--report", str(exc)) from None
 
+    from verification.parallel import default_jobs
+
+    jobs = args.jobs if args.jobs is not None else default_jobs(claims, args.quick)
     t0 = time.perf_counter()
     results = run_claims(
-        claims, seed=args.seed, quick=args.quick, extra=user, claims_file=args.claims_file or ""
+        claims,
+        seed=args.seed,
+        quick=args.quick,
+        extra=user,
+        claims_file=args.claims_file or "",
+        jobs=jobs,
     )
     elapsed = time.perf_counter() - t0
 
@@ -156,6 +172,14 @@ def _load_user_claims(path: str | None) -> dict:
         return {c.id: c for c in load_claims_file(path, builtin=registry.CLAIMS)}
     except ClaimsFileError as exc:
         raise UsageError("--claims-file", str(exc)) from None
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of worker processes, at least 1."""
+    n = integer(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes, at least 1 (got {text!r})")
+    return n
 
 
 def _short(text: str, n: int) -> str:

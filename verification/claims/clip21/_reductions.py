@@ -31,73 +31,17 @@ import numpy as np
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g
+from verification.claims.clip21._references import (  # noqa: F401 - quad_clients, _deviation: used by tests
+    RTOL,
+    _deviation,
+    clip21_gd,
+    mean_gradient,
+    polyak_heavy_ball,
+    quad_clients,
+)
 from verification.search import Domain, Param, Reading, adversarial_search
 
 PAPER = "clip21"
-RTOL = 1e-9
-
-
-# --------------------------------------------------------------------------- independent references
-
-
-@lru_cache(maxsize=256)
-def _quad_base(d: int, n: int, seed: int):
-    rng = np.random.default_rng(seed * 7919 + 31 * d + n)
-    mats = []
-    for _ in range(n):
-        q = rng.normal(size=(d, d))
-        mats.append(q @ q.T / d + 0.1 * np.eye(d))
-    units = rng.normal(size=(n, d))
-    L = max(float(np.linalg.eigvalsh(a).max()) for a in mats)
-    return tuple(mats), units, L
-
-
-def quad_clients(d: int, n: int, spread: float, seed: int = 0):
-    """n heterogeneous quadratics f_i = 1/2 (x - b_i)^T A_i (x - b_i) in R^d; returns (grads, L, x*)."""
-    mats, units, L = _quad_base(d, n, seed)
-    cents = [spread * u for u in units]
-    a_bar = sum(mats) / n
-    x_star = np.linalg.solve(a_bar, sum(a @ b for a, b in zip(mats, cents, strict=True)) / n)
-    grads = [lambda x, a=a, b=b: a @ (x - b) for a, b in zip(mats, cents, strict=True)]
-    return grads, L, x_star
-
-
-def polyak_heavy_ball(grad, y0: np.ndarray, alpha: float, momentum: float, steps: int) -> np.ndarray:
-    """Polyak (1964): y_{k+1} = y_k - alpha grad(y_k) + momentum (y_k - y_{k-1}), y_{-1} = y_0."""
-    prev, y = y0.copy(), y0.copy()
-    out = [y.copy()]
-    for _ in range(steps):
-        prev, y = y, y - alpha * grad(y) + momentum * (y - prev)
-        out.append(y.copy())
-    return np.array(out)
-
-
-def clip21_gd(grads, x0: np.ndarray, gamma: float, tau: float, steps: int) -> np.ndarray:
-    """Clip21-GD (Khirirat et al. 2023, EF21 with clipping): g_i += clip(grad f_i(x) - g_i); g = mean g_i.
-
-    Written with the server direction recomputed as the mean of the client shifts, not updated
-    incrementally as in the README's Clip21-SGD2M, so the two codes share no line.
-    """
-    n = len(grads)
-    x = x0.astype(float).copy()
-    shifts = np.zeros((n, x.size))
-    out = [x.copy()]
-    for _ in range(steps):
-        x = x - gamma * shifts.mean(axis=0)
-        for i, f in enumerate(grads):
-            diff = f(x) - shifts[i]
-            norm = float(np.sqrt(diff @ diff))
-            shifts[i] = shifts[i] + (diff if norm <= tau else diff * (tau / norm))
-        out.append(x.copy())
-    return np.array(out)
-
-
-def _deviation(a: np.ndarray, b: np.ndarray) -> float:
-    """max_t ||a_t - b_t|| / (RTOL (1 + max_t ||b_t||)); nan when either run left the floats."""
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        return float("nan")
-    scale = 1.0 + float(np.linalg.norm(b, axis=1).max())
-    return float(np.linalg.norm(a - b, axis=1).max()) / (RTOL * scale)
 
 
 def _int(v) -> int:
@@ -134,7 +78,7 @@ def heavy_ball_deviation(beta_hat, gamma_l, d, n, spread, dist, steps: int = 60)
     ref = simulate.clip21sgd2m_deterministic(
         grads, x0=x0, gamma=gamma, beta=1.0, beta_hat=float(beta_hat), tau=np.inf, steps=steps
     )["x"]
-    full = lambda x: sum(f(x) for f in grads) / len(grads)  # noqa: E731
+    full = mean_gradient(grads)
     hb = polyak_heavy_ball(full, x0, gamma * float(beta_hat), 1.0 - float(beta_hat), steps - 1)
     return {
         "ratio": _deviation(ref[1:], hb),
