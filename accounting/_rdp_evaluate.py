@@ -17,6 +17,7 @@ from accounting._log_a_frac import (
 from accounting._log_a_int import (
     _CHUNK_ELEMS,
     _INT_PRUNE,
+    _ULP,
     _log_a_int_dense,
     _log_a_int_precise,
     _log_s,
@@ -73,6 +74,15 @@ def _top_ok(
     return ok
 
 
+def _top_value(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray | float:
+    """``x + y`` (the dominant term's RDP, ``x = alpha log q / (alpha - 1)``, ``y = alpha s``) plus
+    4 ulps of ``|x| + |y|``: the products, the division and the sum each round by at most half an
+    ulp of their size, and the true RDP is at least ``x + y``.  Hostile review: q = 0.5,
+    sigma = 0.3, alpha = 16 came out 1.7e-16 relative below a 60-digit reference without it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x + y + 4.0 * _ULP * (np.abs(x) + np.abs(y))
+
+
 def _evaluate(
     q: np.ndarray, sig: np.ndarray, orders: np.ndarray, weights: np.ndarray | None
 ) -> tuple[np.ndarray, dict[int, str]]:
@@ -101,14 +111,17 @@ def _evaluate(
         if matrix:
             out[rows, col] = vals
         else:
+            # A sum of n nonnegative products rounds by at most (n + 1) ulps of the sum (relative):
+            # scaled up by that, the total stays above the sum of the (upper-bound) values.
             with np.errstate(over="ignore", invalid="ignore"):
-                total[col] += float(np.dot(w[rows], np.maximum(vals, 0.0)))
+                d = float(np.dot(w[rows], np.maximum(vals, 0.0)))
+                total[col] += d * (1.0 + (rows.size + 2) * _ULP)
 
     full = np.nonzero(q == 1.0)[0]
     if full.size:
         for col in range(n_ord):
             with np.errstate(over="ignore"):
-                put(col, full, orders[col] * s[full])
+                put(col, full, orders[col] * s[full] * (1.0 + 4.0 * _ULP))  # s = 1/(2 sigma^2) rounds
     with np.errstate(divide="ignore"):
         lq_all = np.log(q)
         l1q_all = np.log1p(-q)
@@ -157,11 +170,15 @@ def _evaluate(
                 p = int(prefix[col])
                 a = orders[col]
                 if p:
+                    x = a * lq_g / (a - 1.0)
                     if matrix:
-                        out[rows[:p], col] = a * lq_g / (a - 1.0) + a * s[rows[:p]]
+                        y = a * s[rows[:p]]
+                        out[rows[:p], col] = _top_value(x, y)
                     else:
                         with np.errstate(over="ignore", invalid="ignore"):
-                            total[col] += a * lq_g / (a - 1.0) * ws[p] + a * wss[p]
+                            # the prefix sums ws, wss round by at most p ulps (relative)
+                            xs, ys = x * ws[p], a * wss[p]
+                            total[col] += _top_value(xs, ys) + (p + 2) * _ULP * (abs(xs) + ys)
                 if p < m:
                     slow[col].append(rows[p:])
         else:
@@ -175,7 +192,7 @@ def _evaluate(
                     fr = rr[ok[:, col]]
                     a = orders[col]
                     if fr.size:
-                        put(col, fr, a * lq_g / (a - 1.0) + a * s[fr])
+                        put(col, fr, _top_value(a * lq_g / (a - 1.0), a * s[fr]))
                     if fr.size < rr.size:
                         slow[col].append(rr[~ok[:, col]])
 

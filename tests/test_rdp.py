@@ -111,7 +111,8 @@ def test_gaussian_closed_form_and_q_one():
     np.testing.assert_allclose(gaussian_rdp(2.0, orders), orders / 8.0)
     np.testing.assert_allclose(gaussian_rdp(np.array([1.0, 2.0]), orders)[1], orders / 8.0)
     curve = subsampled_gaussian_rdp(1.0, 2.0, orders, steps=3)
-    np.testing.assert_allclose(curve.rdp, 3 * orders / 8.0, rtol=1e-15)
+    np.testing.assert_allclose(curve.rdp, 3 * orders / 8.0, rtol=3e-15)
+    assert np.all(curve.rdp >= 3 * orders / 8.0)  # exact in binary here: the value is an upper bound
     assert curve.dropped == ()
 
 
