@@ -331,7 +331,9 @@ def _frac_with_chord(
     with np.errstate(over="ignore", invalid="ignore"):
         chord = (n + 1 - alpha) * lo + (alpha - n) * hi
     chord = np.where(np.isfinite(chord), chord, np.inf)
-    out = np.where(status == 0, np.minimum(la + _frac_rounding(alpha), chord), chord)
+    # fmin: a series that came back NaN with status 0 (large orders, e.g. q = 1e-3, sigma = 10,
+    # alpha = 3000.5) leaves the chord, itself a rigorous bound, instead of dropping the order
+    out = np.where(status == 0, np.fmin(la + _frac_rounding(alpha), chord), chord)
     fixed = np.isfinite(out)
     return np.where(fixed, out, la), np.where(fixed, 0, status)
 

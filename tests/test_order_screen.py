@@ -246,14 +246,15 @@ def test_d2p2_exact_schedule_same_report_as_the_whole_curve(monkeypatch, options
 
 
 def test_near_integer_orders_convert_the_whole_curve() -> None:
-    """An order an ulp above 6 (what 1.2 + 0.2 k gave before --orders snapped stepped ranges),
-    which the whole curve drops (NaN series): the screened path must report the same dropped
-    orders, so it converts the whole curve."""
+    """An order an ulp above 6 (what 1.2 + 0.2 k gave before --orders snapped stepped ranges):
+    its series gives NaN, the chord between orders 6 and 7 takes over (it used to be dropped),
+    and the screened path reports what the whole curve reports."""
     orders = np.unique(np.r_[1.2 + 0.2 * np.arange(55), 16.0, 32.0, 64.0])
     assert 6.000000000000001 in orders.tolist()
     event = ScheduleEvent.from_schedule("inv-k", 2.0, 40, 0.0171)
-    full = rdp_to_epsilon(event.rdp(orders), 1e-5)
-    assert any(w.startswith("RDP orders dropped") for w in full.warnings)
+    curve = event.rdp(orders)
+    assert curve.dropped == ()
+    full = rdp_to_epsilon(curve, 1e-5)
     assert event_epsilon(event, orders, 1e-5) == full
 
 

@@ -42,3 +42,17 @@ def test_random_cases_and_compositions_round_up() -> None:
         got = subsampled_gaussian_rdp(q, sigma, np.array([float(alpha)]), steps=steps).rdp[0]
         ref = _exact(q, sigma, alpha)
         assert mp.mpf(got) >= steps * ref, (q, sigma, alpha, steps)
+
+
+def test_large_fractional_orders_fall_back_to_the_chord() -> None:
+    # the fractional series returned NaN (status 0) here and the order was dropped as "overflow";
+    # the chord between the integer neighbours is a rigorous bound (log A convex in alpha)
+    orders = np.array([2000.0, 2000.5, 2001.0, 3000.0, 3000.5, 3001.0])
+    curve = subsampled_gaussian_rdp(1e-3, 10.0, orders)
+    assert curve.dropped == ()
+    r = curve.rdp
+    assert np.all(np.isfinite(r)) and np.all(np.diff(r) > 0)  # RDP is nondecreasing in alpha
+    for i in (1, 4):  # log A at the midpoint <= the chord of log A (plus rounding)
+        a0, a, a1 = orders[i - 1 : i + 2]
+        chord = 0.5 * ((a0 - 1) * r[i - 1] + (a1 - 1) * r[i + 1])
+        assert (a - 1) * r[i] <= chord * (1 + 1e-12)
