@@ -1,5 +1,6 @@
 """Order screening (accounting.order_screen): the screened epsilon equals the conversion of the
-whole curve (same value to rounding, same order, same warnings), and the lower bounds it relies on
+whole curve (same value to rounding, same order, same warnings except
+un-evaluated dropped orders), and the lower bounds it relies on
 really are below the computed RDP."""
 
 from __future__ import annotations
@@ -34,16 +35,19 @@ _REL = 1e-12
 
 
 def _assert_same(full, got) -> None:
-    """Equal epsilon to rounding; the same order unless two orders tie to rounding."""
+    """Equal epsilon to rounding, the same order, edge flag and warnings -- except that the
+    screened result never lists orders as dropped that it did not evaluate (they are proven
+    non-optimal; module docstring), so only the whole curve's "RDP orders dropped" line may be
+    missing (tests/test_order_screen_review.py checks those orders were never evaluated)."""
     assert got.method == full.method
     if np.isinf(full.epsilon):
         assert np.isinf(got.epsilon)
-        return
-    assert abs(got.epsilon - full.epsilon) <= _REL * full.epsilon + 1e-300
-    if got.order != full.order:  # a near-tie only: both orders give the minimum to rounding
-        assert got.epsilon <= full.epsilon * (1 + _REL)
+    else:
+        assert abs(got.epsilon - full.epsilon) <= _REL * full.epsilon + 1e-300
+        assert got.order == full.order
     assert got.on_edge == full.on_edge
-    assert got.warnings == full.warnings
+    kept = tuple(w for w in full.warnings if not w.startswith("RDP orders dropped"))
+    assert got.warnings in (full.warnings, kept)
 
 
 @st.composite
