@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _screen_checks import assert_matches_whole_curve, without_dropped
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,23 +32,13 @@ from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from accounting.rdp import subsampled_gaussian_rdp
 from accounting.schedules import SCHEDULES, noise_multipliers
 
-_REL = 1e-12
-
 
 def _assert_same(full, got) -> None:
     """Equal epsilon to rounding, the same order, edge flag and warnings -- except that the
     screened result never lists orders as dropped that it did not evaluate (they are proven
     non-optimal; module docstring), so only the whole curve's "RDP orders dropped" line may be
     missing (tests/test_order_screen_review.py checks those orders were never evaluated)."""
-    assert got.method == full.method
-    if np.isinf(full.epsilon):
-        assert np.isinf(got.epsilon)
-    else:
-        assert abs(got.epsilon - full.epsilon) <= _REL * full.epsilon + 1e-300
-        assert got.order == full.order
-    assert got.on_edge == full.on_edge
-    kept = tuple(w for w in full.warnings if not w.startswith("RDP orders dropped"))
-    assert got.warnings in (full.warnings, kept)
+    assert_matches_whole_curve(full, got, (full.warnings, without_dropped(full.warnings)))
 
 
 @st.composite

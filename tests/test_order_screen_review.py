@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _screen_checks import REL as _REL
+from _screen_checks import assert_matches_whole_curve, without_dropped
 
 import accounting.order_screen as screen
 from accounting.conversion import EpsilonResult, rdp_to_epsilon
@@ -14,8 +16,6 @@ from accounting.order_screen import event_epsilon, event_floor, screened_epsilon
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from accounting.validate import InvalidParameter
 
-_REL = 1e-12
-_DROPPED = "RDP orders dropped"
 _REAL_LOWER_RDP = screen.lower_rdp
 _NEAR_ONE = np.concatenate([[1.001, 1.005, 1.01, 1.02], DP_ACCOUNTING_ORDERS])
 
@@ -59,18 +59,9 @@ def assert_same_as_whole_curve(event, orders, delta, method="improved") -> None:
     curve = event.rdp(orders)
     full = rdp_to_epsilon(curve, delta, method=method)
     got, seen = _spied(event, orders, delta, method)
-    assert got.method == full.method
-    if np.isinf(full.epsilon):
-        assert np.isinf(got.epsilon)
-    else:
-        assert abs(got.epsilon - full.epsilon) <= _REL * full.epsilon + 1e-300
-        assert got.order == full.order
-    assert got.on_edge == full.on_edge
     dropped = {o for o, _ in curve.dropped}
-    if dropped and not dropped & seen:
-        assert got.warnings == tuple(w for w in full.warnings if not w.startswith(_DROPPED))
-    else:
-        assert got.warnings == full.warnings
+    expected = without_dropped(full.warnings) if dropped and not dropped & seen else full.warnings
+    assert_matches_whole_curve(full, got, (expected,))
 
 
 def test_seeded_random_cases_same_order_and_warnings() -> None:
