@@ -96,6 +96,7 @@ def _evaluate(
     matrix = weights is None
     out = np.full((t_len, n_ord), np.nan) if matrix else None
     total = np.zeros(n_ord)
+    n_adds = np.zeros(n_ord)  # additions into each total: each rounds by half an ulp of the total
     w = np.ones(t_len) if weights is None else np.asarray(weights, dtype=float)
     reasons: dict[int, str] = {}
     with np.errstate(divide="ignore", over="ignore"):
@@ -116,6 +117,7 @@ def _evaluate(
             with np.errstate(over="ignore", invalid="ignore"):
                 d = float(np.dot(w[rows], np.maximum(vals, 0.0)))
                 total[col] += d * (1.0 + (rows.size + 2) * _ULP)
+                n_adds[col] += 1
 
     full = np.nonzero(q == 1.0)[0]
     if full.size:
@@ -179,6 +181,7 @@ def _evaluate(
                             # the prefix sums ws, wss round by at most p ulps (relative)
                             xs, ys = x * ws[p], a * wss[p]
                             total[col] += _top_value(xs, ys) + (p + 2) * _ULP * (abs(xs) + ys)
+                            n_adds[col] += 1
                 if p < m:
                     slow[col].append(rows[p:])
         else:
@@ -248,6 +251,10 @@ def _evaluate(
             note(int(col), rows, "overflow: RDP not representable in double precision")
         out[~np.isfinite(out)] = np.nan
         return out, reasons
+    # The group contributions are nonnegative, so their running sum rounds by at most
+    # (n_adds - 1) ulps of the total (review: 400 distinct sample rates came out 89 ulps low).
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = total * (1.0 + (n_adds + 1.0) * _ULP)
     for col in np.nonzero(~np.isfinite(total))[0]:
         if int(col) not in reasons:
             reasons[int(col)] = "overflow: composed RDP not representable in double precision"

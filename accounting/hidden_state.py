@@ -148,10 +148,12 @@ def _certified_from_tables(
     """Sum of per-step bounds, evaluating each distinct shift once (steps grouped by U_t).
 
     The sum of n nonnegative products rounds by at most (n + 1) ulps of the total: scaled up by
-    that, as :mod:`accounting.rdp` scales its composed sums (so at U = 0 the two agree exactly)."""
+    that and by the pad of one group, as :mod:`accounting.rdp` scales its composed sums (so at
+    U = 0 the two agree exactly)."""
     values, counts = np.unique(u_norm, return_counts=True)
     per = _per_step_rdp(values, noise_multiplier, orders, sg_split, sg_full)
-    return np.sum(per * counts[:, None], axis=0) * (1.0 + (values.size + 2) * 2.0**-52)
+    # the second factor is accounting.rdp's pad for adding one group into its total
+    return np.sum(per * counts[:, None], axis=0) * (1.0 + (values.size + 2) * 2.0**-52) * (1.0 + 2 * 2.0**-52)
 
 
 def dicesgd_certified_rdp(

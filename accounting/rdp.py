@@ -152,19 +152,23 @@ def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
     return o
 
 
+_UP4 = 1.0 + 4 * 2.0**-52
+
+
 def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np.ndarray:
     """RDP ``alpha / (2 sigma^2)`` of the Gaussian mechanism (sensitivity 1, noise std sigma).
 
     Scalar ``noise_multiplier`` gives shape ``(n_orders,)``; an array of shape ``(T,)`` gives
-    ``(T, n_orders)``.
+    ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (review:
+    half of random cases came out up to 1.9e-16 relative below the exact value without it).
     """
     o = _check_orders(orders)
     sig = np.asarray(noise_multiplier, dtype=float)
     validate.positive_array("--noise-multiplier", sig)
     with np.errstate(over="ignore"):
         if sig.ndim == 0:
-            return o / (2.0 * float(sig) ** 2)
-        return o[None, :] / (2.0 * sig.reshape(-1, 1) ** 2)
+            return o / (2.0 * float(sig) ** 2) * _UP4
+        return o[None, :] / (2.0 * sig.reshape(-1, 1) ** 2) * _UP4
 
 
 def _as_step_arrays(sample_rate, noise_multiplier) -> tuple[np.ndarray, np.ndarray]:

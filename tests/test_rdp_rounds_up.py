@@ -56,3 +56,45 @@ def test_large_fractional_orders_fall_back_to_the_chord() -> None:
         a0, a, a1 = orders[i - 1 : i + 2]
         chord = 0.5 * ((a0 - 1) * r[i - 1] + (a1 - 1) * r[i + 1])
         assert (a - 1) * r[i] <= chord * (1 + 1e-12)
+
+
+def _filtered_groups(a: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The review's construction: one huge step plus 400 distinct sample rates whose top-term
+    RDP each lands in the lower half of the total's ulp, so every group addition rounds down."""
+    rng = np.random.default_rng(seed)
+    big_q, big_s = 0.01, 1e-4
+    ulp_total = np.spacing(a * np.log(big_q) / (a - 1) + a * (0.5 / (big_s * big_s)))
+    qs, ss = [big_q], [big_s]
+    while len(qs) < 401:
+        q, sg = float(rng.uniform(0.02, 0.5)), float(rng.uniform(0.15, 0.25))
+        c = a * np.log(q) / (a - 1) + a * (0.5 / (sg * sg))
+        if 0.05 < (c / ulp_total) % 1.0 < 0.45:
+            qs.append(q)
+            ss.append(sg)
+    return np.array(qs), np.array(ss)
+
+
+def test_many_sample_rates_round_up() -> None:
+    # review: the per-group additions into the total rounded down 89 ulps in all
+    a = 8.0
+    qs, ss = _filtered_groups(a, 0)
+    got = subsampled_gaussian_rdp(qs, ss, np.array([a])).rdp[0]
+    with mp.workdps(50):  # the dominant term alone is a lower bound on each step's RDP
+        terms = zip(qs.tolist(), ss.tolist(), strict=True)
+        low = mp.fsum(
+            mp.mpf(a) * mp.log(mp.mpf(q)) / (a - 1) + mp.mpf(a) / (2 * mp.mpf(s) ** 2) for q, s in terms
+        )
+        assert mp.mpf(got) >= low
+
+
+def test_gaussian_rdp_rounds_up() -> None:
+    from accounting.rdp import gaussian_rdp
+
+    rng = np.random.default_rng(5)
+    sig = np.r_[0.5327701427184037, 10 ** rng.uniform(-2, 3, 300)]
+    orders = np.array([1.5, 2.0, 5.0, 33.0])
+    got = gaussian_rdp(sig, orders)
+    with mp.workdps(50):
+        for i, s in enumerate(sig.tolist()):
+            for j, a in enumerate(orders.tolist()):
+                assert mp.mpf(got[i, j]) >= mp.mpf(a) / (2 * mp.mpf(s) ** 2), (s, a)
