@@ -74,12 +74,13 @@ def _arm_timeout(seconds: float | None) -> None:
 
     seconds = validate.positive("--timeout", seconds)
     deferred = [0]
+    armed_in = sys._getframe(1)  # the caller's frame: imports outside it are not ours to wait for
 
     def _expire(signum, frame):  # noqa: ARG001
         # An exception raised while a module initialises can cross C++ (torch's import): pybind11
-        # then calls std::terminate and the process aborts.  Defer until the import is done,
-        # re-checking every 50 ms, at most _IMPORT_GRACE_S in all.
-        if _importing() and deferred[0] * _IMPORT_RECHECK_S < _IMPORT_GRACE_S:
+        # then calls std::terminate and the process aborts.  Defer while this thread is inside an
+        # import started below the caller, re-checking every 50 ms, at most _IMPORT_GRACE_S.
+        if _importing(frame, armed_in) and deferred[0] * _IMPORT_RECHECK_S < _IMPORT_GRACE_S:
             deferred[0] += 1
             signal.setitimer(signal.ITIMER_REAL, _IMPORT_RECHECK_S)
             return
@@ -93,11 +94,14 @@ _IMPORT_RECHECK_S = 0.05
 _IMPORT_GRACE_S = 30.0
 
 
-def _importing() -> bool:
-    """Is a module being initialised right now (its spec marked ``_initializing``)?"""
-    for mod in list(sys.modules.values()):
-        if getattr(getattr(mod, "__spec__", None), "_initializing", False):
+def _importing(frame, stop) -> bool:
+    """Is there an import machinery frame between ``frame`` and ``stop`` (exclusive)?  Only this
+    thread's stack is read, and no module attribute is touched (a lazy module would load)."""
+    f = frame
+    while f is not None and f is not stop:
+        if f.f_code.co_filename.startswith("<frozen importlib"):
             return True
+        f = f.f_back
     return False
 
 
