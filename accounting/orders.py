@@ -44,6 +44,22 @@ def _number(token: str, text: str) -> float:
     return v
 
 
+def _range_values(lo_txt: str, hi_txt: str, step_txt: str, item: str) -> list[float]:
+    """``lo, lo + step, ..., <= hi`` computed in decimal from the typed strings, then rounded once
+    to float: ``1.2-12:0.2`` gives 6.0, not ``1.2 + 24 * 0.2 = 6.000000000000001`` (which the
+    fractional series cannot evaluate), and a fine step is never merged or moved out of range."""
+    from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+
+    try:
+        lo, hi, step = Decimal(lo_txt), Decimal(hi_txt), Decimal(step_txt)
+    except InvalidOperation:  # spellings float() takes but Decimal does not (e.g. "1_000")
+        lo, hi, step = (Decimal(float(t)) for t in (lo_txt, hi_txt, step_txt))
+    n = int(((hi - lo) / step).to_integral_value(rounding=ROUND_FLOOR)) + 1
+    if n > _MAX_RANGE_LENGTH:
+        raise InvalidParameter("--orders", f"range {item!r} has more than {_MAX_RANGE_LENGTH} orders")
+    return [float(lo + i * step) for i in range(n)]
+
+
 def parse_orders(text: str) -> np.ndarray:
     """Parse a CLI ``--orders`` string into a sorted array of unique orders (all > 1).
 
@@ -77,12 +93,7 @@ def parse_orders(text: str) -> np.ndarray:
                     )
             if hi < lo:
                 raise InvalidParameter("--orders", f"range {item!r} is empty (hi < lo)")
-            n = int(math.floor((hi - lo) / step + 1e-9)) + 1
-            if n > _MAX_RANGE_LENGTH:
-                raise InvalidParameter("--orders", f"range {item!r} has more than {_MAX_RANGE_LENGTH} orders")
-            # lo + i*step carries rounding (1.2 + 24*0.2 = 6.000000000000001, which the fractional
-            # series cannot evaluate): snap to 12 significant digits, the grid the user typed.
-            values.extend(float(f"{v:.12g}") for v in (lo + step * np.arange(n)).tolist())
+            values.extend(_range_values(lo_txt.strip(), hi_txt.strip(), step_txt.strip() or "1", item))
         else:
             values.append(_number(item, text))
     arr = np.unique(np.asarray(values, dtype=float))

@@ -265,3 +265,14 @@ def test_stepped_orders_land_on_the_typed_grid() -> None:
     curve = subsampled_gaussian_rdp(0.5, 3.0, orders, steps=100)  # dropped 6+1ulp before
     assert curve.dropped == ()
     assert all("dropped" not in w for w in rdp_to_epsilon(curve, 1e-5).warnings)
+
+
+def test_stepped_orders_keep_fine_steps_in_range() -> None:
+    # review: snapping to 12 digits merged a fine grid and moved orders outside [lo, hi]
+    from accounting.orders import parse_orders
+
+    got = parse_orders("100000.0000001-100000.0000009:0.0000001")
+    assert got.size == 9 and got[0] >= 100000.0000001 and got[-1] <= 100000.0000009
+    assert parse_orders("1.00000000001-1.00000000002:0.000000000001").size == 11
+    tiny = parse_orders("1.0000000000001-1.0000000000005:0.0000000000001")
+    assert tiny.size == 5 and np.all(tiny > 1)
