@@ -32,7 +32,11 @@ with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._l
   covers the smooth-bound path of one long schedule), later calls go to scipy's vectorised
   ``log_ndtr``, imported then; so does every call once ``scipy.special`` is loaded anyway.
   The two agree to ~1e-14 relative (both within a few ulp of the true value,
-  ``tests/test_special.py``), far inside the RDP code's rounding allowances.
+  ``tests/test_special.py``), far inside the RDP code's rounding allowances.  So which path a
+  call takes depends on the process's history, and the same epsilon can differ in its last
+  bits between processes (or before and after the switch); both are upper bounds, every
+  comparison in the code allows 1e-12 relative or more, and the test suite loads
+  ``scipy.special`` up front so bit-for-bit test comparisons see one path.
 """
 
 from __future__ import annotations
