@@ -284,7 +284,13 @@ def _quadratic_3d(n: int, seed: int):
 )
 def test_vector_of_three_entries_equals_reference(algo, n, q, sampling, steps, seed):
     """d = 3 (per-sample norms sum three squares; batch sums reduce (b, 3) along dim 0)."""
-    x0, loss, data, grads = _quadratic_3d(n, seed)
+    _assert_batched_equals_reference(_quadratic_3d(n, seed), algo, n, q, sampling, steps, seed)
+
+
+def _assert_batched_equals_reference(problem, algo, n, q, sampling, steps, seed) -> None:
+    """Two seeds through the batched engine equal the reference optimizers at every step (the
+    parameters flattened in order, as ``base.flatten`` concatenates them)."""
+    x0, loss, data, grads = problem
     common = dict(lr=0.2, sample_rate=q, sampling=sampling, noise_multiplier=0.5, steps=steps, device="cpu")
     common["expected_batch_size"] = q * n
 
@@ -303,7 +309,8 @@ def test_vector_of_three_entries_equals_reference(algo, n, q, sampling, steps, s
         o = make(sd)
         for t in range(1, steps + 1):
             o.step()
-            assert torch.equal(got[k, t], o.params["x"]), (k, t)
+            want = torch.cat([p.reshape(-1) for p in o.params.values()])
+            assert torch.equal(got[k, t], want), (k, t)
 
 
 def _three_tensors(n: int, seed: int):
@@ -346,27 +353,7 @@ def _three_tensors(n: int, seed: int):
 def test_several_parameter_tensors_equal_reference(algo, n, q, sampling, steps, seed):
     """Several tensors (a matrix, a scalar, a one-entry vector): norms, sums, clip(e, C2) and the
     noise go tensor by tensor as in the reference; the iterates are equal at every step."""
-    x0, loss, data, grads = _three_tensors(n, seed)
-    common = dict(lr=0.2, sample_rate=q, sampling=sampling, noise_multiplier=0.5, steps=steps, device="cpu")
-    common["expected_batch_size"] = q * n
-
-    def make(sd):
-        if algo == "dpsgd":
-            return optim.DPSGD(x0, loss, data, c=2.0, seed=sd, **common)
-        if algo == "dicesgd":
-            return optim.DiceSGD(x0, loss, data, c1=2.0, c2=0.5, seed=sd, **common)
-        return optim.D2PSGD(x0, loss, data, gamma=0.1, seed=sd, **common)
-
-    seeds = [seed, seed + 1]
-    opts = [make(sd) for sd in seeds]
-    assert batched.dp_unsupported_reason(opts[0], grads) is None
-    got = batched.run_dp(opts, grads, every=1)
-    for k, sd in enumerate(seeds):
-        o = make(sd)
-        for t in range(1, steps + 1):
-            o.step()
-            want = torch.cat([p.reshape(-1) for p in o.params.values()])
-            assert torch.equal(got[k, t], want), (k, t)
+    _assert_batched_equals_reference(_three_tensors(n, seed), algo, n, q, sampling, steps, seed)
 
 
 @pytest.mark.parametrize("shape", [(2, 2), (), (4, 4)])
