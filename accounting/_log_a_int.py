@@ -52,6 +52,12 @@ def _int_tables(alpha: int) -> tuple[np.ndarray, np.ndarray]:
 _ULP = 2.0**-52
 
 
+def _up(ulps: float | np.ndarray) -> float | np.ndarray:
+    """The factor ``1 + ulps * 2^-52`` that lifts a nonnegative result above its rounding errors
+    (shared by every composed-RDP sum, so paths that must agree use one rule)."""
+    return 1.0 + ulps * _ULP
+
+
 def _rounding_allowance(alpha: np.ndarray | float, l1q: np.ndarray) -> np.ndarray:
     """An upper bound on the absolute rounding error of each term ``L(k)`` in log space.
 

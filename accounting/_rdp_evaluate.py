@@ -21,6 +21,7 @@ from accounting._log_a_int import (
     _log_a_int_dense,
     _log_a_int_precise,
     _log_s,
+    _up,
 )
 
 # Fractional orders: give up (drop the order) after this many terms of each series.
@@ -116,7 +117,7 @@ def _evaluate(
             # scaled up by that, the total stays above the sum of the (upper-bound) values.
             with np.errstate(over="ignore", invalid="ignore"):
                 d = float(np.dot(w[rows], np.maximum(vals, 0.0)))
-                total[col] += d * (1.0 + (rows.size + 2) * _ULP)
+                total[col] += d * _up(rows.size + 2)
                 n_adds[col] += 1
 
     full = np.nonzero(q == 1.0)[0]
@@ -254,7 +255,7 @@ def _evaluate(
     # The group contributions are nonnegative, so their running sum rounds by at most
     # (n_adds - 1) ulps of the total (review: 400 distinct sample rates came out 89 ulps low).
     with np.errstate(over="ignore", invalid="ignore"):
-        total = total * (1.0 + (n_adds + 1.0) * _ULP)
+        total = total * _up(n_adds + 1.0)
     for col in np.nonzero(~np.isfinite(total))[0]:
         if int(col) not in reasons:
             reasons[int(col)] = "overflow: composed RDP not representable in double precision"

@@ -37,6 +37,7 @@ import math
 import numpy as np
 
 from accounting import validate
+from accounting._log_a_int import _up
 from accounting.errors import InvalidParameter, UnreachableTarget
 
 __all__ = [
@@ -127,7 +128,7 @@ def _per_step_rdp(
         split = np.min(sg_split[None, :, :] + shift, axis=1)
         joint = orders[None, :] * (1.0 + uu[:, None]) ** 2 / (2.0 * z2)
         # each entry is a few roundings of positive terms: 8 ulps keep it above the exact bound
-        out[~zero] = np.minimum(split, joint) * (1.0 + 8 * 2.0**-52)
+        out[~zero] = np.minimum(split, joint) * _up(8)
     return out
 
 
@@ -153,7 +154,7 @@ def _certified_from_tables(
     values, counts = np.unique(u_norm, return_counts=True)
     per = _per_step_rdp(values, noise_multiplier, orders, sg_split, sg_full)
     # the second factor is accounting.rdp's pad for adding one group into its total
-    return np.sum(per * counts[:, None], axis=0) * (1.0 + (values.size + 2) * 2.0**-52) * (1.0 + 2 * 2.0**-52)
+    return np.sum(per * counts[:, None], axis=0) * _up(values.size + 2) * _up(2)
 
 
 def dicesgd_certified_rdp(

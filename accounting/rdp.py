@@ -111,6 +111,7 @@ from accounting._log_a_frac import _frac_tables as _frac_tables
 from accounting._log_a_frac import _frac_tables_stacked as _frac_tables_stacked
 from accounting._log_a_int import _int_dense_tables as _int_dense_tables
 from accounting._log_a_int import _int_tables as _int_tables
+from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
@@ -152,7 +153,7 @@ def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
     return o
 
 
-_UP4 = 1.0 + 4 * 2.0**-52
+_UP4 = _up(4)
 
 
 def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np.ndarray:

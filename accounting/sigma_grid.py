@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
 
 __all__ = ["AUTO_GRID_MIN_ROWS", "AUTO_GRID_THRESHOLD", "EVALUATIONS", "GRID_RATIO", "GRID_TOL"]
@@ -337,7 +338,7 @@ def _grid_total(
         for col, r in why.items():
             reasons.setdefault(col, r)
     with np.errstate(over="ignore", invalid="ignore"):
-        total *= 1.0 + (n_adds + 1) * 2.0**-52
+        total *= _up(n_adds + 1)
     if not used:
         return total, reasons, ()
     _alpha_chord(orders, total, gap)

@@ -259,6 +259,19 @@ def test_cli_engine_option(capsys):
         assert err.count("\n") == 1 and "--engine" in err
 
 
+def _sampled_runs(test):
+    """The (algorithm, n, q, sampling, steps, seed) cases the batched-vs-reference tests draw."""
+    cases = given(
+        algo=st.sampled_from(["dpsgd", "dicesgd", "d2psgd"]),
+        n=st.integers(2, 30),
+        q=st.floats(0.05, 1.0),
+        sampling=st.sampled_from(["poisson", "fixed"]),
+        steps=st.integers(1, 25),
+        seed=st.integers(0, 10**6),
+    )
+    return settings(max_examples=12, deadline=None)(cases(test))
+
+
 def _quadratic_3d(n: int, seed: int):
     """f(x; a_i) = sum((x - a_i)^2) / 2 on R^3: torch.func's per-sample gradient is x - a_i
     exactly (2 (x - a) / 2 rounds nowhere), a closed form for a vector of more than one entry."""
@@ -273,15 +286,7 @@ def _quadratic_3d(n: int, seed: int):
     return {"x": torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)}, loss, {"a": a}, grads
 
 
-@settings(max_examples=12, deadline=None)
-@given(
-    algo=st.sampled_from(["dpsgd", "dicesgd", "d2psgd"]),
-    n=st.integers(2, 30),
-    q=st.floats(0.05, 1.0),
-    sampling=st.sampled_from(["poisson", "fixed"]),
-    steps=st.integers(1, 25),
-    seed=st.integers(0, 10**6),
-)
+@_sampled_runs
 def test_vector_of_three_entries_equals_reference(algo, n, q, sampling, steps, seed):
     """d = 3 (per-sample norms sum three squares; batch sums reduce (b, 3) along dim 0)."""
     _assert_batched_equals_reference(_quadratic_3d(n, seed), algo, n, q, sampling, steps, seed)
@@ -341,15 +346,7 @@ def _three_tensors(n: int, seed: int):
     return x0, loss, data, grads
 
 
-@settings(max_examples=12, deadline=None)
-@given(
-    algo=st.sampled_from(["dpsgd", "dicesgd", "d2psgd"]),
-    n=st.integers(2, 30),
-    q=st.floats(0.05, 1.0),
-    sampling=st.sampled_from(["poisson", "fixed"]),
-    steps=st.integers(1, 25),
-    seed=st.integers(0, 10**6),
-)
+@_sampled_runs
 def test_several_parameter_tensors_equal_reference(algo, n, q, sampling, steps, seed):
     """Several tensors (a matrix, a scalar, a one-entry vector): norms, sums, clip(e, C2) and the
     noise go tensor by tensor as in the reference; the iterates are equal at every step."""
