@@ -104,7 +104,7 @@ def clip21sgd2m_deterministic(
     tau: float,
     steps: int,
 ) -> dict[str, np.ndarray]:
-    """Clip21-SGD2M with full gradients and no DP noise (equations in shared/papers/README.md).
+    """Clip21-SGD2M with full gradients and no DP noise (equations in docs/algorithms.md).
 
     x <- x - gamma g;  v_i <- (1-beta) v_i + beta grad f_i(x);  c_i = clip_tau(v_i - g_i);
     g_i <- g_i + beta_hat c_i;  g <- g + (beta_hat/n) sum c_i.   Start v_i = g_i = g = 0.

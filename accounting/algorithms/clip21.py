@@ -27,7 +27,7 @@ claimed
     Thm 3.22: ``sigma >= Delta sqrt(2 ln(1.25/delta')) / eps'``, valid for eps' < 1), and T rounds
     compose by advanced composition (Thm 3.20 / Cor. 3.21):
     ``eps = sqrt(2 T ln(1/delta'')) eps' + T eps' (e^eps' - 1)``, total delta ``T delta' + delta''``.
-    The rendering in ``shared/papers`` lost every formula of Corollary 1 and Appendix F, so the
+    The paper's text rendering (arXiv 2502.11682) lost every formula of Corollary 1 and Appendix F, so the
     split of delta and the sensitivity cannot be read off; our reading (documented in
     docs/algorithms.md): ``delta'' = delta/2``, ``delta' = delta/(2T)`` (the usual even split of
     Cor. 3.21) and ``Delta = tau`` (the message-norm bound taken as the sensitivity, which is how

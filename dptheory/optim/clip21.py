@@ -1,7 +1,7 @@
 """Clip-SGD, Clip21-SGD and Clip21-SGD2M for n clients (Islamov et al., arXiv 2502.11682).
 
 The paper's rendering lost its formulas; these are the equations of
-shared/papers/README.md (Algorithm 3 of the paper, with its special cases):
+docs/algorithms.md (Algorithm 3 of the paper, with its special cases):
 
     server:   x^{t+1}   = x^t - gamma g^t
     client i: v_i^{t+1} = (1 - beta) v_i^t + beta grad f_i(x^{t+1}; xi_i^{t+1})     (momentum)

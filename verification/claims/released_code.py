@@ -182,7 +182,7 @@ def _dice_ablation(ctx: Context) -> Outcome:
 
 
 def dice_shuffle_replay() -> list[dict]:
-    """The numbers of ``dicesgd.code-noise`` at every setting the authors run (README, replay test)."""
+    """The numbers of ``dicesgd.code-noise`` at every setting the authors run (docs, replay test)."""
     rows = [dice_code_setting(DICE_DEFAULT["epochs"], DICE_DEFAULT["C2"])]
     rows += [dice_code_setting(DICE_ABLATION["epochs"], c2) for c2 in DICE_ABLATION["C2s"]]
     return rows

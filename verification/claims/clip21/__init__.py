@@ -1,13 +1,13 @@
 """Claims of Islamov, Horváth, Lucchi, Richtárik, Gorbunov, *Double momentum and error feedback
 for clipping with fast rates and differential privacy* (arXiv 2502.11682).
 
-The rendering lost every formula; the algorithms are taken from shared/papers/README.md and the
+The rendering lost every formula; the algorithms are taken from docs/algorithms.md and the
 readings of the lost statements are given in each claim's ``notes``. One module per group:
 
 * :mod:`._convergence` -- Example 1, Theorem 1, Theorem 2 (runs of the method);
 * :mod:`._privacy` -- Corollary 1's privacy half (reconstructed noise, never deciding);
 * :mod:`._reductions` -- the checkable parts of lost statements (heavy ball, Clip21-SGD, eq. (8)),
-  and the project's optimizer against the README's equations;
+  and the project's optimizer against the restored equations;
 * :mod:`._invariants` -- the message-norm bound Cor. 1 rests on, and eq. (16);
 * :mod:`._lost` -- every other numbered statement, registered from its surviving words.
 """

@@ -277,7 +277,7 @@ def _thm2_check(ctx: Context) -> Outcome:
                 }
             )
     details = {
-        "algorithm": "numpy reference of Clip21-SGD2M (README equations), full gradients, no DP noise",
+        "algorithm": "numpy reference of Clip21-SGD2M (restored equations), full gradients, no DP noise",
         "gamma": "0.1/L",
         "beta": 0.5,
         "beta_hat": 0.5,

@@ -1,11 +1,11 @@
 """Clip21-SGD2M paper: two invariants of Algorithm 3 that the privacy and the proofs rest on.
 
-* ``clip21.message-bound`` -- App. F's premise (and shared/papers/README.md): what a client sends has
+* ``clip21.message-bound`` -- App. F's premise (and docs/algorithms.md): what a client sends has
   norm at most tau before noise, whatever its local state. Corollary 1's per-round Gaussian mechanism
   needs exactly this; it is checked on the project's optimizer (message minus its own noise draw)
   under an adversarial search over gradient scales far above tau.
 * ``clip21.eq16`` -- App. A, eq. (16): "the following relation between g and the g_i", proved by
-  induction from the initialisation. The formula is lost (inconclusive); the README's equations imply
+  induction from the initialisation. The formula is lost (inconclusive); the restored equations imply
   g^t - mean_i g_i^t = (beta_hat/n) sum_{s<=t} sum_i omega_i^s, checked as an informative reading.
 """
 
@@ -30,7 +30,7 @@ def message_bound_domain() -> Domain:
             Param("beta_hat", "(0, 1]", 1e-3, 1.0),
         ),
         fixed={"problem": "4 heterogeneous quadratics in R^6 scaled to the gradient scale", "rounds": "30"},
-        source="App. F; shared/papers/README.md",
+        source="App. F; docs/algorithms.md",
     )
 
 
@@ -70,7 +70,7 @@ def message_norm_ratio(tau: float, scale: float, beta: float, beta_hat: float, s
 def message_norm_ratio_readme(
     tau: float, scale: float, beta: float, beta_hat: float, steps: int = 30
 ) -> float:
-    """The same ratio for the README's equations in numpy (heterogeneous quadratics, n = 4, d = 6)."""
+    """The same ratio for the restored equations in numpy (heterogeneous quadratics, n = 4, d = 6)."""
     rng = np.random.default_rng(0)
     L = float(scale) * float(tau)
     mats = [L * np.diag(rng.uniform(0.5, 1.0, 6)) for _ in range(4)]
@@ -120,18 +120,18 @@ def _message_search(ctx: Context) -> Outcome:
         tol=1e-9,
     )
     details = res.details()
-    details["ratio"] = "max ||c_i^t|| / tau over 30 rounds and 4 clients (README equations, numpy)"
+    details["ratio"] = "max ||c_i^t|| / tau over 30 rounds and 4 clients (restored equations, numpy)"
     if res.counterexample is not None:
         return Outcome(
             Verdict.REFUTED,
             f"a message exceeds tau by {res.max_ratio:.6g}x at {res.counterexample}",
-            "adversarial search on the README equations",
+            "adversarial search on the restored equations",
             details,
         )
     return Outcome(
         Verdict.CONFIRMED,
         "confirmed on the searched domain: " + res.summary(),
-        "adversarial search on the README equations (numpy, DP noise on)",
+        "adversarial search on the restored equations (numpy, DP noise on)",
         details,
     )
 
@@ -187,9 +187,9 @@ def _eq16_readme(ctx: Context) -> Outcome:
     worst = max(r["ratio"] for r in rows)
     return Outcome(
         Verdict.CONFIRMED if worst <= 1 else Verdict.REFUTED,
-        f"the README's equations keep g^t = mean_i g_i^t + (beta_hat/n) sum of all noise so far (worst "
+        f"the restored equations keep g^t = mean_i g_i^t + (beta_hat/n) sum of all noise so far (worst "
         f"deviation {worst:.3g}x the 1e-9 allowance over {len(rows)} settings, 50 rounds each)",
-        "numpy run of the README equations with DP noise",
+        "numpy run of the restored equations with DP noise",
         {"rows": rows},
     )
 
@@ -198,7 +198,7 @@ CLAIMS = [
     Claim(
         id="clip21.message-bound",
         paper=PAPER,
-        location="App. F (proof of Cor. 1: each step is a Gaussian mechanism); shared/papers/README.md",
+        location="App. F (proof of Cor. 1: each step is a Gaussian mechanism); docs/algorithms.md",
         statement="What each client sends has norm at most tau before noise, whatever its data and local "
         "state.",
         formula="||c_i^t|| = ||clip_tau(v_i^t - g_i^{t-1})|| <= tau for every t, i",
@@ -224,7 +224,7 @@ CLAIMS = [
                 "property",
                 _eq16_readme,
                 deciding=False,
-                reading="README: g^t - mean g_i^t = (beta_hat/n) sum of the noise so far",
+                reading="restored equations: g^t - mean g_i^t = (beta_hat/n) sum of the noise so far",
             ),
         ),
     ),

@@ -1,13 +1,13 @@
 """Clip21-SGD2M paper: the numbered statements whose formulas the rendering lost.
 
 Theorems 3-7, Corollary 1's utility half, the second part of Theorem 1 and Lemmas 1, 2, 4-19 survive
-only as words around empty slots (shared/papers/clip21-sgd2m-double-momentum-2502.11682.txt). Issue 8:
+only as words around empty slots (arXiv 2502.11682). Issue 8:
 register what survives, with its location, and leave the claim ``inconclusive`` with the reason --
 never reconstruct a number and confirm against it. Each claim here therefore has one deciding check
 that returns ``inconclusive`` and quotes the surviving text; ``depends_on`` records the proof chain
 the paper states (which lemma feeds which theorem), so that a later, recovered statement slots in.
 
-Where a lost statement has a part that *is* checkable from the README's equations (the reduction to
+Where a lost statement has a part that *is* checkable from the restored equations (the reduction to
 heavy-ball SGD, Clip21-SGD as the case beta = beta_hat = 1, the contraction factor of eq. (8)), that
 part is a separate claim in :mod:`verification.claims.clip21._reductions`.
 """

@@ -1,21 +1,21 @@
 """Clip21-SGD2M paper: the checkable parts of statements whose formulas were lost.
 
-Each claim here is decided from the equations restored in shared/papers/README.md, against code
+Each claim here is decided from the equations restored in docs/algorithms.md, against code
 written independently of both ``verification.simulate`` and ``dptheory.optim``:
 
 * ``clip21.heavy-ball`` -- §3: "if (no DP-noise), (the first momentum is turned off), and (no
   clipping), then ..., i.e., the method reduces to the standard SGD with the heavy-ball momentum
-  (Polyak, 1964)". With sigma_omega = 0, beta = 1 and no clipping the README equations give
+  (Polyak, 1964)". With sigma_omega = 0, beta = 1 and no clipping the restored equations give
   g^{t+1} = (1 - beta_hat) g^t + beta_hat grad f(x^{t+1}), hence Polyak's
   y_{k+1} = y_k - alpha grad f(y_k) + m (y_k - y_{k-1}) with alpha = gamma beta_hat, m = 1 - beta_hat,
   y_k = x^{k+1} (one round late, since g^0 = 0 makes x^1 = x^0).
-* ``clip21.reduction-clip21sgd`` -- README special case / §3 "an enhanced version of Clip21-SGD":
+* ``clip21.reduction-clip21sgd`` -- docs/algorithms.md special case / §3 "an enhanced version of Clip21-SGD":
   beta = beta_hat = 1 is Clip21-GD (Khirirat et al. 2023) with full gradients.
 * ``clip21.eq8-factor`` -- the sentence around eq. (8) survives as "if [ ], the contraction factor
   depends on [ ] and can be arbitrarily close to [ ]" with all three symbols lost: inconclusive. Two
   fillings are computed as informative readings (factor 1 - alpha(x) -> 1; alpha(x) -> 0).
 * ``clip21.alg3-implementation`` -- the project's torch optimizer (DP noise on) equals a numpy replay
-  of the README's equations fed with the same noise draws.
+  of the restored equations fed with the same noise draws.
 
 Each universal claim runs :func:`verification.search.adversarial_search` over its declared domain
 before it may confirm; the ratio is the largest deviation over a run divided by a rounding allowance
@@ -114,7 +114,7 @@ def _hb_search(ctx: Context) -> Outcome:
         return Outcome(
             Verdict.REFUTED,
             f"the two recurrences differ by {res.max_ratio:.3g}x the rounding allowance at {cx}",
-            "adversarial search: numpy Clip21-SGD2M (README) vs independent Polyak heavy ball",
+            "adversarial search: numpy Clip21-SGD2M (restored equations) vs independent Polyak heavy ball",
             details,
             reproduce=(
                 'python -c "from verification.claims.clip21 import heavy_ball_deviation as h; '
@@ -125,7 +125,7 @@ def _hb_search(ctx: Context) -> Outcome:
     return Outcome(
         Verdict.CONFIRMED,
         "confirmed on the searched domain: " + res.summary(),
-        "adversarial search: numpy Clip21-SGD2M (README) vs independent Polyak heavy ball",
+        "adversarial search: numpy Clip21-SGD2M (restored equations) vs independent Polyak heavy ball",
         details,
     )
 
@@ -227,7 +227,7 @@ def clip21_domain() -> Domain:
             Param("|x0 - x*|", "any start", 1e-3, 1e6),
         ),
         fixed={"beta": "1", "beta_hat": "1", "sigma_omega": "0", "gradients": "full local gradients"},
-        source="shared/papers/README.md special cases; §3 'an enhanced version of Clip21-SGD'",
+        source="docs/algorithms.md special cases; §3 'an enhanced version of Clip21-SGD'",
     )
 
 
@@ -265,20 +265,20 @@ def _c21_search(ctx: Context) -> Outcome:
     )
     details = res.details()
     details["ratio"] = (
-        "max_t ||x_t(README, beta=beta_hat=1) - x_t(Clip21-GD)|| / (1e-9 (1 + max ||x||)), 60 rounds"
+        "max_t ||x_t(restored, beta=beta_hat=1) - x_t(Clip21-GD)|| / (1e-9 (1 + max ||x||)), 60 rounds"
     )
     if res.counterexample is not None:
         cx = res.counterexample
         return Outcome(
             Verdict.REFUTED,
             f"the two recurrences differ by {res.max_ratio:.3g}x the rounding allowance at {cx}",
-            "adversarial search: numpy Clip21-SGD2M (README) vs independent Clip21-GD",
+            "adversarial search: numpy Clip21-SGD2M (restored equations) vs independent Clip21-GD",
             details,
         )
     return Outcome(
         Verdict.CONFIRMED,
         "confirmed on the searched domain: " + res.summary(),
-        "adversarial search: numpy Clip21-SGD2M (README) at beta = beta_hat = 1 vs independent Clip21-GD",
+        "adversarial search: numpy Clip21-SGD2M (restored) at beta = beta_hat = 1 vs independent Clip21-GD",
         details,
     )
 
@@ -287,7 +287,7 @@ def _c21_search(ctx: Context) -> Outcome:
 
 
 def alg3_replay(grads, x0, gamma, beta, beta_hat, tau, noises) -> np.ndarray:
-    """The README's equations with the DP noise given per round and client (noises[t, i])."""
+    """The restored equations with the DP noise given per round and client (noises[t, i])."""
     n, x = len(grads), x0.astype(float).copy()
     v, gi, gs = np.zeros((n, x.size)), np.zeros((n, x.size)), np.zeros(x.size)
     out = [x.copy()]
@@ -311,7 +311,7 @@ def _alg3_check(ctx: Context) -> Outcome:
     worst = max(r["ratio"] for r in rows)
     return Outcome(
         Verdict.CONFIRMED if worst <= 1 else Verdict.REFUTED,
-        f"dptheory.optim Clip21-SGD2M with DP noise equals the numpy replay of the README equations fed "
+        f"dptheory.optim Clip21-SGD2M with DP noise equals the numpy replay of the restored equations fed "
         f"the same "
         f"noise draws on {len(rows)} settings: worst deviation {worst:.3g}x the 1e-9 allowance",
         "torch FederatedClipping (stochastic-quadratic, d=4, 3 clients, full local gradients) vs numpy "
@@ -375,7 +375,7 @@ def _eq8_search(ctx: Context) -> Outcome:
         )
         if ok
         else f"eq. (8)'s surviving description fails: max factor {res.max_ratio:.4g}, identity part {inside}",
-        "adversarial search of the contraction factor (numpy clip of shared/papers/README.md)",
+        "adversarial search of the contraction factor (numpy clip of docs/algorithms.md)",
         details,
     )
 
@@ -463,7 +463,7 @@ CLAIMS = [
             "arbitrarily close to [lost]."
         ),
         formula="(lost in the rendering)",
-        assumptions=("clip_tau(x) = min{1, tau/||x||} x (shared/papers/README.md)",),
+        assumptions=("clip_tau(x) = min{1, tau/||x||} x (docs/algorithms.md)",),
         domain=eq8_domain(),
         readings=(
             Reading(
@@ -516,7 +516,7 @@ CLAIMS = [
             ),
             Reading(
                 "clipping inactive: finite tau that never binds on the run",
-                "what a user sees with a large finite tau; the README states it as 'clipping inactive'",
+                "what a user sees with a large finite tau; the restored equations say 'clipping inactive'",
             ),
         ),
         checks=(
@@ -532,7 +532,7 @@ CLAIMS = [
     Claim(
         id="clip21.reduction-clip21sgd",
         paper=PAPER,
-        location="§3 ('an enhanced version of Clip21-SGD'); shared/papers/README.md special cases",
+        location="§3 ('an enhanced version of Clip21-SGD'); docs/algorithms.md special cases",
         statement="With beta = beta_hat = 1 (and no DP noise), Clip21-SGD2M is Clip21-SGD (Clip21-GD with "
         "full "
         "gradients, Khirirat et al. 2023).",
@@ -545,10 +545,10 @@ CLAIMS = [
     Claim(
         id="clip21.alg3-implementation",
         paper=PAPER,
-        location="Algorithm 3 (equations restored in shared/papers/README.md) vs dptheory/optim/clip21.py",
+        location="Algorithm 3 (equations restored in docs/algorithms.md) vs dptheory/optim/clip21.py",
         statement="The project's Clip21-SGD2M optimizer computes Algorithm 3, DP noise included: the server "
         "state carries the noise, the clients' shifts do not.",
-        formula="x, v_i, c_i, g_i, g as in shared/papers/README.md, with the optimizer's own noise draws",
+        formula="x, v_i, c_i, g_i, g as in docs/algorithms.md, with the optimizer's own noise draws",
         assumptions=("full local gradients",),
         checks=(Check("torch-vs-numpy-replay", "empirical", _alg3_check),),
     ),

@@ -77,7 +77,7 @@ def clip21_gd(grads, x0: np.ndarray, gamma: float, tau: float, steps: int) -> np
     """Clip21-GD (Khirirat et al. 2023, EF21 with clipping): g_i += clip(grad f_i(x) - g_i); g = mean g_i.
 
     Written with the server direction recomputed as the mean of the client shifts, not updated
-    incrementally as in the README's Clip21-SGD2M, so the two codes share no line.
+    incrementally as in the restored Clip21-SGD2M, so the two codes share no line.
     """
     n = len(grads)
     x = x0.astype(float).copy()

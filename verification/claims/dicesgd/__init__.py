@@ -1,5 +1,5 @@
 """Claims of Zhang, Bu, Wu, Hong, *DP-SGD without clipping bias: an error-feedback approach*
-(ICLR 2024, arXiv 2311.14632), read from shared/papers/dicesgd-error-feedback-2311.14632.txt.
+(ICLR 2024, arXiv 2311.14632).
 
 One module per group of statements; ``CLAIMS`` lists them in the paper's order. Readings of
 formulas whose rendering lost structure are stated in each claim's ``notes`` and ``readings``;
