@@ -1,9 +1,11 @@
 """dptheory: how much noise does a private optimizer need, and how private is it really?
 
 The stable Python API lives here; it stays light (no torch, sympy or matplotlib at import).
-``calibrate``, ``epsilon``, ``audit`` (``accounting.audit.run_audit``), ``PrivacyReport`` and
-``RdpAccountant`` (the stateful accountant for trainers) are loaded on first use (module
-``__getattr__``), so ``import dptheory`` costs nothing until they are needed.
+``calibrate``, ``epsilon``, ``audit`` (``accounting.audit.run_audit``), ``PrivacyReport``,
+``AuditResult``, ``RdpAccountant`` (the stateful accountant for trainers) and the errors a caller
+catches (``InvalidParameter``, a ValueError, and its subclasses ``UnreachableTarget`` and
+``NotCertified``) are loaded on first use (module ``__getattr__``), so ``import dptheory`` costs
+nothing until they are needed. Mechanism events and conversions are exported by ``accounting``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,18 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "calibrate", "epsilon", "audit", "PrivacyReport", "RdpAccountant"]
+__all__ = [
+    "__version__",
+    "calibrate",
+    "epsilon",
+    "audit",
+    "PrivacyReport",
+    "AuditResult",
+    "RdpAccountant",
+    "InvalidParameter",
+    "UnreachableTarget",
+    "NotCertified",
+]
 
 _LAZY = {
     "calibrate": ("dptheory.api", "calibrate"),
@@ -20,6 +33,10 @@ _LAZY = {
     "PrivacyReport": ("accounting.algorithms.base", "PrivacyReport"),
     "RdpAccountant": ("accounting.accountant", "RdpAccountant"),
     "audit": ("accounting.audit", "run_audit"),
+    "AuditResult": ("accounting.audit.result", "AuditResult"),
+    "InvalidParameter": ("accounting.errors", "InvalidParameter"),
+    "UnreachableTarget": ("accounting.errors", "UnreachableTarget"),
+    "NotCertified": ("accounting.errors", "NotCertified"),
 }
 
 
