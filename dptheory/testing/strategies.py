@@ -1,6 +1,6 @@
 """Hypothesis strategies for the objects of private optimisation.
 
-Every numeric strategy samples the README's "Supported range" (:data:`ENVELOPE`) in log space and
+Every numeric strategy samples the "Supported range" of docs/cli.md (:data:`ENVELOPE`) in log space and
 draws the range's corners with extra weight, because that is where accountants break. Shrinking
 goes towards the lower corner of each range (a failing test reports the simplest case).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-#: The documented envelope (README, "Supported range"): (low, high) per quantity.
+#: The documented envelope (docs/cli.md, "Supported range"): (low, high) per quantity.
 ENVELOPE: dict[str, tuple[float, float]] = {
     "sample_rate": (1e-9, 1.0),
     "steps": (1, 10**9),
