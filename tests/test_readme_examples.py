@@ -184,3 +184,37 @@ def test_cli_doc_examples_print_what_the_doc_shows() -> None:
     assert found
     for ex in found:
         assert rx.same(ex.expected, rx.run(ex)), f"docs/cli.md: {ex.code} drifted (readme_examples --write)"
+
+
+def test_readme_table_findings_without_a_run(tmp_path, capsys) -> None:
+    verdicts = tmp_path / "verdicts.md"
+    verdicts.write_text((ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8"), encoding="utf-8")
+    target = tmp_path / "readme.md"
+    target.write_text(f"top\n{rt.FINDINGS_START}\nstale\n{rt.FINDINGS_END}\nbottom\n", encoding="utf-8")
+    assert rt.main(["--findings", str(target), "--from", str(verdicts)]) == 0
+    text = target.read_text(encoding="utf-8")
+    assert "stale" not in text and text.startswith("top\n") and text.endswith("bottom\n")
+    assert rt.block(text, rt.FINDINGS_START, rt.FINDINGS_END) == rt.findings_table(
+        rt.parse_verdict_table(rt.block(verdicts.read_text(encoding="utf-8")))
+    )
+    # bad input: one line, exit 2, nothing written
+    no_markers = tmp_path / "plain.md"
+    no_markers.write_text("no markers\n", encoding="utf-8")
+    capsys.readouterr()
+    assert rt.main(["--findings", str(no_markers), "--from", str(verdicts)]) == 2
+    assert rt.main(["--from", str(verdicts)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "--findings" in err and "--from" in err
+    assert no_markers.read_text(encoding="utf-8") == "no markers\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.md", "readme.md", "verdicts.md"]
+
+
+def test_findings_table_parses_extra_columns() -> None:
+    rows = rt.parse_verdict_table(
+        "| Claim | Where | Kind | Verdict | Evidence (short) |\n| --- | --- | --- | --- | --- |\n"
+        + "".join(f"| `{cid}` | x | edge | ❌ refuted | e \\| {cid} |\n" for cid, _ in rt.FINDINGS)
+    )
+    table = rt.findings_table(rows)
+    assert "| ❌ refuted | e \\| dicesgd.thm3.7 |" in table
+    with pytest.raises(ValueError, match="no such claim"):
+        rt.findings_table({k: v for k, v in rows.items() if k != "d2p2.thm1"})
