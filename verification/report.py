@@ -1,4 +1,4 @@
-"""Markdown output: the verdict table (for the README) and the full report (an appendix).
+"""Markdown output: the verdict table (docs/verdicts.md) and the full report (an appendix).
 
 The report is written into a temporary directory next to the target and renamed into place, so
 an interrupted run never leaves a half-written report. Figures are rendered from the checks'

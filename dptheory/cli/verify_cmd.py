@@ -46,7 +46,7 @@ def register(sub) -> None:
         "--report", metavar="DIR", help="write a Markdown report with figures into DIR (atomically)"
     )
     p.add_argument(
-        "--markdown-table", action="store_true", help="print the Markdown verdict table (for the README)"
+        "--markdown-table", action="store_true", help="print the Markdown verdict table (docs/verdicts.md)"
     )
     p.add_argument(
         "--claims-file",
