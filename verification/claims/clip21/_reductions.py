@@ -497,6 +497,14 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.heavy-ball",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. beta = 1 gives v_i^{t+1} = grad f_i(x^{t+1}); no clipping and no "
+            "noise give g_i^{t+1} = g_i^t + beta_hat (grad f_i(x^{t+1}) - g_i^t), and averaging over i, "
+            "g^{t+1} = (1 - beta_hat) g^t + beta_hat grad f(x^{t+1}): heavy ball with alpha = gamma "
+            "beta_hat, m = 1 - beta_hat. The search compares the two recursions numerically (ratio = "
+            "deviation / tolerance), so it checks our replay, not the algebra."
+        ),
         paper=PAPER,
         location="§3, text after Algorithm 3 ('double momentum')",
         statement=(
@@ -531,6 +539,13 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.reduction-clip21sgd",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. beta = 1 gives v_i^{t+1} = grad f_i(x^{t+1}); beta_hat = 1 gives "
+            "g_i^{t+1} = g_i^t + clip_tau(grad f_i(x^{t+1}) - g_i^t), and g^{t+1} = mean_i g_i^{t+1} by "
+            "induction from g^0 = g_i^0 = 0: Clip21-SGD's update, term for term. The search compares the two "
+            "recursions numerically."
+        ),
         paper=PAPER,
         location="§3 ('an enhanced version of Clip21-SGD'); shared/papers/README.md special cases",
         statement="With beta = beta_hat = 1 (and no DP noise), Clip21-SGD2M is Clip21-SGD (Clip21-GD with "
@@ -544,6 +559,11 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.alg3-implementation",
+        basis="implementation",
+        notes=(
+            "Basis: implementation check (the project's optimizer against a numpy replay of the README's "
+            "equations)."
+        ),
         paper=PAPER,
         location="Algorithm 3 (equations restored in shared/papers/README.md) vs dptheory/optim/clip21.py",
         statement="The project's Clip21-SGD2M optimizer computes Algorithm 3, DP noise included: the server "

@@ -429,6 +429,13 @@ CLAIMS = [
     ),
     Claim(
         id="d2p2.noise-schedule",
+        basis="implementation",
+        notes=(
+            "Basis: implementation check. The question (does the accounting for sigma^2/k cover Table 3's "
+            "sigma^2/sqrt(k)?) is the tool's own, answered with the project's accountant; the schedule "
+            "sigma^2/sqrt(k) >= sigma^2/k for k >= 1 makes the monotonicity it shows certain, and the "
+            "guarantee it compares against is Theorem 1's, which d2p2.thm1 refutes."
+        ),
         paper=PAPER,
         location="§3.1, Alg. 1, Thm 1 proof vs Table 3",
         statement=(

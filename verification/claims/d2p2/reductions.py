@@ -212,6 +212,7 @@ CLAIMS = [
     ),
     Claim(
         id="d2p2.reduction-dp2sgd",
+        basis="implementation",
         paper=PAPER,
         location="§3.1, Table 3, Alg. 3",
         statement="D2P2-SGD with a fixed noise variance (and random projection) is DP2-SGD (Alg. 3).",
