@@ -108,3 +108,12 @@ def test_unknown_basis_is_rejected() -> None:
     with pytest.raises(ValueError, match="basis"):
         _claim(Verdict.CONFIRMED, basis="vibes")
     assert set(BASES) == {"search", "definition", "implementation"}
+
+
+def test_remark_reports_both_readings(quick_run) -> None:
+    """'Requires larger noise' (headline) is refuted; the literal formula comparison is true by algebra."""
+    r = quick_run("dicesgd.remark-constant-factor")
+    per = {x["reading"]: x["verdict"] for x in r.readings_json()}
+    assert per["Thm 3.7's setting: G arbitrarily large"] == "refuted"
+    assert per["literal: Thm 3.7's noise formula against DP-SGD's (Thm 2.3)"] == "confirmed"
+    assert r.verdict is Verdict.REFUTED and "[per reading:" in r.summary
