@@ -287,16 +287,19 @@ def _c21_search(ctx: Context) -> Outcome:
 
 
 def alg3_replay(grads, x0, gamma, beta, beta_hat, tau, noises) -> np.ndarray:
-    """The README's equations with the DP noise given per round and client (noises[t, i])."""
+    """Algorithm 3 from its equations (shared/papers/README.md), one line each, with the DP noise given
+    per round and client (noises[t, i]). Written from the box: no project code (not even its clip)."""
     n, x = len(grads), x0.astype(float).copy()
-    v, gi, gs = np.zeros((n, x.size)), np.zeros((n, x.size)), np.zeros(x.size)
+    v, gi, gs = np.zeros((n, x.size)), np.zeros((n, x.size)), np.zeros(x.size)  # v_i = g_i = g = 0
     out = [x.copy()]
     for omega in noises:
-        x = x - gamma * gs
-        v = (1 - beta) * v + beta * np.stack([f(x) for f in grads])
-        c = simulate.clip_vec(v - gi, tau)
-        gi = gi + beta_hat * c
-        gs = gs + beta_hat * (c + omega).mean(axis=0)
+        x = x - gamma * gs  # x^{t+1} = x^t - gamma g^t
+        v = (1 - beta) * v + beta * np.stack([f(x) for f in grads])  # v_i^{t+1}
+        shift = v - gi
+        norms = np.linalg.norm(shift, axis=1, keepdims=True)
+        c = shift * np.minimum(1.0, tau / np.maximum(norms, np.finfo(float).tiny))  # clip_tau(v_i - g_i)
+        gi = gi + beta_hat * c  # g_i^{t+1} = g_i^t + beta_hat c_i^{t+1}
+        gs = gs + beta_hat * (c + omega).mean(axis=0)  # g^{t+1} = g^t + (beta_hat/n) sum_i (c_i + omega_i)
         out.append(x.copy())
     return np.array(out)
 
