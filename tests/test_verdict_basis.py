@@ -170,3 +170,12 @@ def test_clip21_alg3_replay_uses_no_project_code_and_has_power() -> None:
     other = red.alg3_replay(grads, xs[0], 0.1, 0.5, 0.55, 0.2, noises)
     assert red._deviation(xs, same) <= 1 < red._deviation(xs, other)
     assert np.all(np.isfinite(same))
+
+
+def test_every_confirmed_claim_declares_its_basis(quick_results) -> None:
+    """No confirmation without a kind: each confirmed claim says whether a search, a definition (or
+    algebra) or an implementation check stands behind it."""
+    confirmed = [r for r in quick_results.values() if r.verdict is Verdict.CONFIRMED]
+    assert confirmed
+    missing = [r.claim.id for r in confirmed if r.claim.basis not in BASES]
+    assert not missing, missing
