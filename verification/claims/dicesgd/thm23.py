@@ -180,7 +180,8 @@ def _thm23_literal(ctx: Context) -> Outcome:
         "largest_log(delta_exact/delta)": g(float(ratio.flat[worst])),
         "at": {"eps": g(float(e.flat[worst])), "delta": g(float(d.flat[worst]))},
         "proof": "module docstring, steps 1-3 (GDP composition, Balle & Wang, Gaussian tail bound)",
-        "open": "delta in (e^(-1/8), 1): as delta -> 1 every (u, v) fails, as Abadi et al.'s Thm 1 does",
+        "edge": "delta in (e^(-1/8), 1): as delta -> 1 every (u, v) fails, as Abadi et al.'s Thm 1 does "
+        "(refuted there by literal-order-delta-edge)",
     }
     holds = bool(np.all(ratio <= 1e-12))
     top = float(ratio.flat[worst])
@@ -190,7 +191,7 @@ def _thm23_literal(ctx: Context) -> Outcome:
             "with u, v allowed to depend on N, B, T, C, (u, v) = (N^2/(B^2 T), 16 N^2) makes Algorithm 1 "
             "(eps, delta)-DP for every eps < u B^2 T/N^2 and delta <= e^(-1/8) (proved; exact Balle-Wang "
             f"delta <= target on {ratio.size} grid points, largest log ratio {top:.3g}); "
-            "only the delta -> 1 edge, where the cited theorem also fails, stays open"
+            "it fails only at the delta -> 1 edge (check literal-order-delta-edge), as the cited theorem does"
             if holds
             else f"the witness fails on the grid (log ratio {top:.3g}): the proof has a gap"
         ),
