@@ -10,7 +10,10 @@ ratios, counterexamples). This script records all of that (the ``--json`` payloa
     python benchmarks/verify_identity.py compare before.json after.json
 
 ``snap --claim ID`` restricts the run to some claims (premises still run, as in ``verify``).
-``compare`` exits 1 and lists the first differences when the records differ.
+``compare`` exits 1 and lists the first differences when the records differ. A change that alters
+some verdicts on purpose names them: ``compare --except-claim ID`` leaves those claims out (they
+are listed, with their verdicts before and after), ``--ignore-key KEY`` drops a field added to
+every record (e.g. ``basis``, ``edge``) so the rest can still be shown unchanged.
 ``snap --jobs N`` runs the claims in N worker processes (``dptheory verify --jobs``), to show
 that the parallel run reports exactly what the serial one does. ``costs SNAP`` prints the
 per-claim seconds of a snapshot as the table of ``verification/cost_hints.py``.
@@ -84,12 +87,25 @@ def _diff(a, b, path: str, out: list[str]) -> None:
         out.append(f"{path}: {a!r} -> {b!r}")
 
 
-def compare(before: dict, after: dict) -> list[str]:
-    """Differences between two snapshots' results (timings ignored); empty when identical."""
+def _drop(x, keys: set[str]):
+    if isinstance(x, dict):
+        return {k: _drop(v, keys) for k, v in x.items() if k not in keys}
+    if isinstance(x, list):
+        return [_drop(v, keys) for v in x]
+    return x
+
+
+def compare(before: dict, after: dict, *, except_claims=(), ignore_keys=()) -> list[str]:
+    """Differences between two snapshots' results (timings ignored); empty when identical.
+
+    ``except_claims`` are left out of the comparison; ``ignore_keys`` are dropped at every depth."""
     if before["quick"] != after["quick"] or before["seed"] != after["seed"]:
         return ["the snapshots were taken with different --quick/--seed"]
+    skip, keys = set(except_claims), set(ignore_keys)
     out: list[str] = []
-    _diff(before["claims"], after["claims"], "claims", out)
+    a = _drop([c for c in before["claims"] if c["id"] not in skip], keys)
+    b = _drop([c for c in after["claims"] if c["id"] not in skip], keys)
+    _diff(a, b, "claims", out)
     return out
 
 
@@ -107,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     cp = sub.add_parser("compare", help="compare two snapshots")
     cp.add_argument("before")
     cp.add_argument("after")
+    cp.add_argument("--except-claim", action="append", default=[], help="leave this claim out (repeatable)")
+    cp.add_argument("--ignore-key", action="append", default=[], help="drop this field at any depth")
     args = ap.parse_args(argv)
     if args.cmd == "snap":
         snap = snapshot(args.quick, args.claim, args.seed, args.jobs)
@@ -123,9 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with open(args.before) as fb, open(args.after) as fa:
         before, after = json.load(fb), json.load(fa)
-    diffs = compare(before, after)
+    diffs = compare(before, after, except_claims=args.except_claim, ignore_keys=args.ignore_key)
     for d in diffs:
         print(d)
+    verdict = {c["id"]: c["verdict"] for c in before["claims"]}
+    for c in after["claims"]:
+        if c["id"] in args.except_claim:
+            print(f"left out: {c['id']}: {verdict.get(c['id'], '(new)')} -> {c['verdict']}")
     print(
         f"{'IDENTICAL' if not diffs else 'DIFFERENT'}: {len(before['claims'])} claims; "
         f"cpu {before['cpu_s']} s -> {after['cpu_s']} s, wall {before['wall_s']} s -> {after['wall_s']} s"

@@ -76,6 +76,52 @@ def test_thm1_bound_is_below_a_simulation_of_the_mechanism() -> None:
         assert bound["P_side"] <= p_mc + 4 * math.sqrt(p_mc * (1 - p_mc) / sims) + 1e-9
 
 
+@pytest.mark.parametrize("batch", [1, 10, 1000])
+@pytest.mark.parametrize("c1,c2", [(314.0, 1.0), (1e-6, 1e-6), (1e4, 1e-4), (1e-3, 1e5)])
+@pytest.mark.parametrize("delta", [1e-5, 1e-12, 0.5])
+def test_thm1_alg1_witness_violates_for_every_batch_and_constant_pair(batch, c1, c2, delta) -> None:
+    """Algorithm 1 as written (noise on the average, public A_k): inside the theorem's conditions at
+    its minimal noise, delta(eps) stays above the analytic bound for every B."""
+    from verification.claims.d2p2.thm1_alg1 import ANALYTIC_LOWER, thm1_alg1_witness
+
+    w = thm1_alg1_witness(c1, c2, delta, batch)
+    assert w["eps"] <= c1 * 0.05**2 * w["K"]
+    assert w["sigma"] ** 2 >= c2 * 0.05**2 * w["K"] ** 2 * math.log(1 / delta) / w["eps"] ** 2 * (1 - 1e-12)
+    assert w["hoeffding_failure"] <= math.exp(-9) and w["eta"] < 0.01
+    assert w["mu_min_given_good_A"] - 1 - w["threshold_t"] >= 2
+    assert w["delta_eps_lower"] >= ANALYTIC_LOWER - 1e-8 > 0.87 > delta and w["violates"]
+    # noise on the average: eps grows like B^2 (the price of averaging), ~16 B^2 C2 ln(1/delta)
+    r = math.sqrt(2 * c2 * math.log(1 / delta))
+    assert w["eps"] == pytest.approx((8 * batch * r + 12) * batch * r, rel=1e-12)
+
+
+def test_thm1_alg1_model_is_line_6_of_algorithm_1() -> None:
+    """Replay line 6 of Algorithm 1 (average over the batch, y_k = A_k^T g_k/sqrt(p) + N(0, sigma_k^2 I_p))
+    with fresh Gaussian A_k and check the witness's model: given A, the statistic sum_k (k/sigma^2)
+    a_k^T y_k has variance V_A under D and mean (c q/B) V_A under D'."""
+    rng = np.random.default_rng(3)
+    K, B, p, d, q, sigma2, c = 60, 4, 3, 5, 0.3, 2.0, 0.7
+    A = rng.standard_normal((K, d, p))  # sigma_A = 1
+    k = np.arange(1, K + 1)
+    sd = np.sqrt(sigma2 / k)
+    a = A[:, 0, :] / math.sqrt(p)  # a_k = A_k^T e_1 / sqrt(p)
+    V = float(np.sum(k / sigma2 * np.sum(a * a, axis=1)))
+    sims = 40_000
+    included = rng.random((sims, K)) < q
+    g = np.zeros((sims, K, d))
+    g[:, :, 0] = c * included / B  # the average over the batch: only the differing sample is non-zero
+    y1 = (
+        np.einsum("skd,kdp->skp", g, A) / math.sqrt(p) + rng.standard_normal((sims, K, p)) * sd[None, :, None]
+    )
+    y0 = rng.standard_normal((sims, K, p)) * sd[None, :, None]
+    t1 = np.einsum("k,skp,kp->s", k / sigma2, y1, a)
+    t0 = np.einsum("k,skp,kp->s", k / sigma2, y0, a)
+    assert float(np.var(t0)) == pytest.approx(V, rel=0.03)
+    assert float(np.mean(t1)) == pytest.approx(
+        c * q / B * V, abs=4 * math.sqrt(V / sims) + 0.02 * c * q / B * V
+    )
+
+
 def test_thm1_is_refuted_under_the_proof_model_and_undecided_for_the_final_iterate(quick_run) -> None:
     # premises lemma4 and lemma5 are pinned refuted in tests/test_verification.py
     r = quick_run("d2p2.thm1", {"d2p2.lemma4": Verdict.REFUTED, "d2p2.lemma5": Verdict.REFUTED})

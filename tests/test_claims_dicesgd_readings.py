@@ -33,17 +33,34 @@ def test_thm23_literal_witness_fails_only_near_delta_one() -> None:
     assert f(np.array([1.0]), np.array([math.exp(-1 / 8)]))[0] < 0
 
 
-def test_thm23_reports_the_split(quick_run) -> None:
+def test_thm23_refuted_under_every_reading_flagged_at_the_delta_edge(quick_run) -> None:
     r = quick_run("dicesgd.thm2.3")
     per = {x["reading"]: x["verdict"] for x in r.readings_json()}
-    assert per == {
-        "Alg. 1 as printed (w on the sum), universal u, v": "refuted",
-        "w on the averaged gradient, universal u, v (Abadi Thm 1)": "refuted",
-        "u, v may depend on N, B, T, C": "inconclusive",
-    }
-    assert not any(x["headline"] for x in r.readings_json())
-    assert r.reading_split and r.own_verdict is Verdict.REFUTED and r.verdict is Verdict.INCONCLUSIVE
-    assert r.summary.startswith("refuted under some readings only")
+    assert set(per.values()) == {"refuted"} and len(per) == 3
+    assert not r.reading_split and r.verdict is Verdict.REFUTED
+    # the literal reading fails only as delta -> 1: the claim's refutation carries that edge
+    edge_check = next(c for c in r.checks if c.name == "literal-order-delta-edge")
+    assert edge_check.verdict is Verdict.REFUTED and edge_check.edge
+    assert r.edge == edge_check.edge and "delta -> 1" in r.edge
+    assert r.to_json()["edge"] == r.edge
+
+
+def test_thm23_delta_edge_replays_the_reviewers_example() -> None:
+    """N = B = 10, T = 1, v = 16 N^2, eps = 0.5, delta = 1 - 1e-6: mu = 125 and delta(eps) > delta;
+    1 - delta(eps) is checked against an independent mpmath evaluation of the Balle-Wang formula."""
+    import mpmath
+
+    from verification.claims.dicesgd.thm23 import thm23_delta_edge
+
+    r = thm23_delta_edge(1.0, 1600.0)
+    assert r["eps"] == 0.5 and math.isclose(r["ln(1/delta)"], 1e-6, rel_tol=1e-12)
+    assert math.isclose(r["mu"], 125.0, rel_tol=1e-12) and r["violated"]
+    mpmath.mp.dps = 50
+    mu, eps = mpmath.mpf(125), mpmath.mpf("0.5")
+    one_minus = mpmath.ncdf(eps / mu - mu / 2) + mpmath.e**eps * mpmath.ncdf(-eps / mu - mu / 2)
+    assert math.isclose(float(mpmath.log10(one_minus)), r["log10(1-delta_exact(eps))"], rel_tol=1e-9)
+    # smaller delta (farther from 1) is not a counterexample for the same (u, v): the failure is the edge
+    assert not thm23_delta_edge(1.0, 1600.0, mu=0.5)["violated"]
 
 
 def test_remark_fixed_b_pinned_pairs_are_verified_and_match_a_fresh_search() -> None:

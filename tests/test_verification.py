@@ -186,7 +186,7 @@ PINNED = {
     "clip21.thm1": Verdict.INCONCLUSIVE,  # conclusion lost in the rendering; the witness is informative
     "d2p2.lemma5": Verdict.REFUTED,  # small sigma, tiny q (tests/test_counterexamples.py)
     "dicesgd.thm3.6": Verdict.REFUTED,  # gradient bound far above C1 + C2 (tests/test_counterexamples.py)
-    "dicesgd.cor3.8": Verdict.INCONCLUSIVE,  # derived from refuted premises (thm3.6, thm3.7)
+    "dicesgd.cor3.8": Verdict.REFUTED,  # its privacy half, checked directly at its own T and sigma1
     "clip21.thm2": Verdict.INCONCLUSIVE,  # its only check cannot return refuted: informative
 }
 

@@ -9,6 +9,14 @@ verdict is ever stored. The combination rule is deliberately simple so a reader 
 * anything else (a check that could not decide, a missing dependency, a crash) leaves it
   ``inconclusive``.
 
+Every claim that can be confirmed declares what a confirmation rests on (``basis``, one of
+:data:`BASES`): an adversarial ``search`` over the stated domain that could have failed (the only
+kind counted as "confirmed" in headlines; ``tests/test_mutation.py`` checks that each such search
+refutes the claim once its constant is tightened by 10%), a ``definition`` (true by definition or
+by algebra, derivation in the claim), or an ``implementation`` check (our code against our code).
+A refutation that holds only at a degenerate edge of the stated domain (e.g. delta -> 1) carries
+``edge``: the refuting check says which edge, and the claim's result shows it.
+
 Checks marked ``deciding=False`` are informative (e.g. "the paper's own proof chain does not
 reach the stated epsilon", or an alternative reading of an ambiguous formula); they are
 reported next to the deciding ones but do not move the claim's verdict, because they test a
@@ -35,6 +43,13 @@ class Verdict(StrEnum):
 
 
 KINDS = ("symbolic", "property", "empirical", "privacy")
+
+#: what a confirmed verdict rests on (``Claim.basis``); only "search" counts as confirmed in headlines
+BASES = {
+    "search": "confirmed by an adversarial search over the stated domain that could have failed",
+    "definition": "true by definition or by algebra (the derivation is in the claim)",
+    "implementation": "implementation check: our code against our code",
+}
 
 
 @dataclass(frozen=True)
@@ -81,9 +96,11 @@ class CheckResult:
     reading: str | None = None
     seconds: float = 0.0
     crashed: str | None = None
+    #: set on a refutation that holds only at a degenerate edge of the stated domain
+    edge: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "check": self.name,
             "kind": self.kind,
             "verdict": self.verdict.value,
@@ -96,6 +113,9 @@ class CheckResult:
             "seconds": round(self.seconds, 3),
             "crashed": self.crashed,
         }
+        if self.edge is not None:
+            out["edge"] = self.edge
+        return out
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,8 @@ class Outcome:
     details: dict[str, Any]
     plots: tuple[Plot, ...] = ()
     reproduce: str | None = None
+    #: a refutation that holds only at a degenerate edge of the stated domain says which edge
+    edge: str | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +227,7 @@ class Check:
             deciding=self.deciding,
             reading=self.reading,
             seconds=time.perf_counter() - t0,
+            edge=out.edge if out.verdict is Verdict.REFUTED else None,
         )
 
 
@@ -228,6 +251,12 @@ class Claim:
     depends_on: tuple[str, ...] = ()
     #: "there exists ...": a verified witness confirms, a failure to find one is inconclusive
     existential: bool = False
+    #: what a confirmation of this claim rests on: a key of :data:`BASES` (None: not stated)
+    basis: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.basis is not None and self.basis not in BASES:
+            raise ValueError(f"claim {self.id}: basis must be one of {sorted(BASES)}, got {self.basis!r}")
 
     def run(
         self,
@@ -311,6 +340,32 @@ class ClaimResult:
         return any(r["verdict"] != Verdict.REFUTED.value for r in self.readings_json())
 
     @property
+    def basis(self) -> str | None:
+        """What the verdict rests on when it is ``confirmed`` (the claim's declared basis), else None."""
+        return self.claim.basis if self.verdict is Verdict.CONFIRMED else None
+
+    @property
+    def edge(self) -> str | None:
+        """For a refutation that holds only at a degenerate edge of the stated domain: which edge.
+
+        Without declared readings: the claim's refutation is edge-only when every refuting deciding
+        check carries an edge. With readings (each must be refuted): the edges of every reading
+        whose refutation is edge-only."""
+        if self.verdict is not Verdict.REFUTED:
+            return None
+        groups: list[list[CheckResult]]
+        if self.claim.readings and not any(r.headline for r in self.claim.readings):
+            groups = [[r for r in self.checks if r.reading == rd.name] for rd in self.claim.readings]
+        else:
+            groups = [[r for r in self.checks if r.deciding]]
+        edges = []
+        for grp in groups:
+            refuting = [r for r in grp if r.verdict is Verdict.REFUTED]
+            if refuting and all(r.edge for r in refuting):
+                edges += [r.edge for r in refuting if r.edge not in edges]
+        return "; ".join(edges) if edges else None
+
+    @property
     def crashed(self) -> tuple[CheckResult, ...]:
         return tuple(r for r in self.checks if r.crashed)
 
@@ -364,6 +419,8 @@ class ClaimResult:
             "paper": c.paper,
             "location": c.location,
             "verdict": self.verdict.value,
+            **({"basis": self.basis} if self.basis else {}),
+            **({"edge": self.edge} if self.edge else {}),
             "summary": self.summary,
             "statement": c.statement,
             "formula": c.formula,

@@ -20,8 +20,10 @@ Points that break a constraint are never evaluated.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -29,6 +31,27 @@ from typing import Any
 import numpy as np
 
 RatioFn = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+#: (factor, results) while :func:`mutated` is active: every ratio is multiplied by ``factor``
+_MUTATION: contextvars.ContextVar[tuple[float, list] | None] = contextvars.ContextVar(
+    "mutation", default=None
+)
+
+
+@contextlib.contextmanager
+def mutated(tighten: float = 0.1) -> Iterator[list[SearchResult]]:
+    """Run searches against a mutated statement: the claimed bound's constant tightened by ``tighten``.
+
+    Every ratio is LHS/RHS of the statement, so tightening its constant (RHS -> (1 - tighten) RHS)
+    divides every ratio by ``1 - tighten``. Yields the list of the searches run meanwhile: a search
+    with power to find a counterexample refutes the mutant (``tests/test_mutation.py``).
+    """
+    results: list[SearchResult] = []
+    token = _MUTATION.set((1.0 / (1.0 - tighten), results))
+    try:
+        yield results
+    finally:
+        _MUTATION.reset(token)
 
 
 @dataclass(frozen=True)
@@ -229,6 +252,9 @@ def adversarial_search(
     """
     from scipy.optimize import differential_evolution
 
+    mutation = _MUTATION.get()
+    if mutation is not None:  # a mutated statement (tests/test_mutation.py): every ratio scaled
+        ratio = _scaled(ratio, mutation[0])
     k = len(domain.params)
     rng = np.random.default_rng(seed)
     seen: list[tuple[np.ndarray, np.ndarray]] = []  # (units, ratios) of feasible points
@@ -307,7 +333,7 @@ def adversarial_search(
     argmax = None
     if best["u"] is not None:
         argmax = {kk: float(v[0]) for kk, v in domain.point(best["u"][None, :]).items()}
-    return SearchResult(
+    result = SearchResult(
         domain=domain,
         evaluations=n_eval[0],
         feasible=int(feasible_u.shape[0]),
@@ -317,6 +343,16 @@ def adversarial_search(
         tol=tol,
         phases=counts,
     )
+    if mutation is not None:
+        mutation[1].append(result)
+    return result
+
+
+def _scaled(ratio: RatioFn, factor: float) -> RatioFn:
+    def vec(pts: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray(ratio(pts), dtype=float) * factor
+
+    return vec
 
 
 def _to_unit(p: Param, value: float) -> float:

@@ -135,22 +135,17 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(verdict_table(results))
     else:
-        from verification.report import verdict_context
+        from verification.report import kind_cell, verdict_context
 
         for r in results:
-            sys.stdout.write(
-                f"{r.claim.id:34s} {r.verdict.value:13s} {r.seconds:6.1f}s  {_short(r.summary, 150)}\n"
-            )
+            text = f"[{kind}] {r.summary}" if (kind := kind_cell(r)) else r.summary
+            row = f"{r.claim.id:34s} {r.verdict.value:13s} {r.seconds:6.1f}s  {_short(text, 150)}"
+            sys.stdout.write(row + "\n")
             for line in verdict_context(r):  # reading(s), searched domain, premises
                 sys.stdout.write(f"    {_short(line, 240)}\n")
-        sys.stdout.write(
-            f"{len(results)} claims in {elapsed:.1f}s: "
-            + ", ".join(
-                f"{sum(r.verdict.value == v for r in results)} {v}"
-                for v in ("confirmed", "refuted", "inconclusive")
-            )
-            + "\n"
-        )
+        from verification.report import verdict_counts
+
+        sys.stdout.write(f"{len(results)} claims in {elapsed:.1f}s: {verdict_counts(results)}\n")
     if target is not None:
         from verification.report import write_report
 

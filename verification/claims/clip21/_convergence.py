@@ -471,6 +471,13 @@ def _thm1_statement_lost(ctx: Context) -> Outcome:
 CLAIMS = [
     Claim(
         id="clip21.example1",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. With |x0| <= a - tau/L, grad f_1(x0) = L(x0 - a) <= -tau and grad "
+            "f_2(x0) = L(x0 + a) >= tau, so the clipped gradients are exactly -tau and +tau, their mean is 0 "
+            "and x stays at x0 forever (x* = 0). The checks replay this; they cannot fail unless clipping is "
+            "implemented wrongly."
+        ),
         paper=PAPER,
         location="Example 1 (after Chen, Wu, Hong 2020)",
         statement=(

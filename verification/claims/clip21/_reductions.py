@@ -287,16 +287,19 @@ def _c21_search(ctx: Context) -> Outcome:
 
 
 def alg3_replay(grads, x0, gamma, beta, beta_hat, tau, noises) -> np.ndarray:
-    """The restored equations with the DP noise given per round and client (noises[t, i])."""
+    """Algorithm 3 from its equations (docs/algorithms.md), one line each, with the DP noise given
+    per round and client (noises[t, i]). Written from the box: no project code (not even its clip)."""
     n, x = len(grads), x0.astype(float).copy()
-    v, gi, gs = np.zeros((n, x.size)), np.zeros((n, x.size)), np.zeros(x.size)
+    v, gi, gs = np.zeros((n, x.size)), np.zeros((n, x.size)), np.zeros(x.size)  # v_i = g_i = g = 0
     out = [x.copy()]
     for omega in noises:
-        x = x - gamma * gs
-        v = (1 - beta) * v + beta * np.stack([f(x) for f in grads])
-        c = simulate.clip_vec(v - gi, tau)
-        gi = gi + beta_hat * c
-        gs = gs + beta_hat * (c + omega).mean(axis=0)
+        x = x - gamma * gs  # x^{t+1} = x^t - gamma g^t
+        v = (1 - beta) * v + beta * np.stack([f(x) for f in grads])  # v_i^{t+1}
+        shift = v - gi
+        norms = np.linalg.norm(shift, axis=1, keepdims=True)
+        c = shift * np.minimum(1.0, tau / np.maximum(norms, np.finfo(float).tiny))  # clip_tau(v_i - g_i)
+        gi = gi + beta_hat * c  # g_i^{t+1} = g_i^t + beta_hat c_i^{t+1}
+        gs = gs + beta_hat * (c + omega).mean(axis=0)  # g^{t+1} = g^t + (beta_hat/n) sum_i (c_i + omega_i)
         out.append(x.copy())
     return np.array(out)
 
@@ -497,6 +500,14 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.heavy-ball",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. beta = 1 gives v_i^{t+1} = grad f_i(x^{t+1}); no clipping and no "
+            "noise give g_i^{t+1} = g_i^t + beta_hat (grad f_i(x^{t+1}) - g_i^t), and averaging over i, "
+            "g^{t+1} = (1 - beta_hat) g^t + beta_hat grad f(x^{t+1}): heavy ball with alpha = gamma "
+            "beta_hat, m = 1 - beta_hat. The search compares the two recursions numerically (ratio = "
+            "deviation / tolerance), so it checks our replay, not the algebra."
+        ),
         paper=PAPER,
         location="§3, text after Algorithm 3 ('double momentum')",
         statement=(
@@ -531,6 +542,13 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.reduction-clip21sgd",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. beta = 1 gives v_i^{t+1} = grad f_i(x^{t+1}); beta_hat = 1 gives "
+            "g_i^{t+1} = g_i^t + clip_tau(grad f_i(x^{t+1}) - g_i^t), and g^{t+1} = mean_i g_i^{t+1} by "
+            "induction from g^0 = g_i^0 = 0: Clip21-SGD's update, term for term. The search compares the two "
+            "recursions numerically."
+        ),
         paper=PAPER,
         location="§3 ('an enhanced version of Clip21-SGD'); docs/algorithms.md special cases",
         statement="With beta = beta_hat = 1 (and no DP noise), Clip21-SGD2M is Clip21-SGD (Clip21-GD with "
@@ -544,6 +562,11 @@ CLAIMS = [
     ),
     Claim(
         id="clip21.alg3-implementation",
+        basis="implementation",
+        notes=(
+            "Basis: implementation check (the project's optimizer against a numpy replay of the paper's "
+            "equations)."
+        ),
         paper=PAPER,
         location="Algorithm 3 (equations restored in docs/algorithms.md) vs dptheory/optim/clip21.py",
         statement="The project's Clip21-SGD2M optimizer computes Algorithm 3, DP noise included: the server "

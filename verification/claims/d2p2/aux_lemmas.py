@@ -497,6 +497,7 @@ CLAIMS = [
     ),
     Claim(
         id="d2p2.lemma3",
+        basis="search",
         paper=PAPER,
         location="Lemma 3 (App. A.3, eq. 5; Abadi et al. 2016 Thm 2.1)",
         statement=(
@@ -509,6 +510,7 @@ CLAIMS = [
     ),
     Claim(
         id="d2p2.lemma6",
+        basis="search",
         paper=PAPER,
         location="Lemma 6 (App. A.4, eq. 14; Garrigos & Gower 2023)",
         statement="For convex differentiable f: f(x) >= f(y) + <grad f(y), x - y>.",

@@ -289,6 +289,7 @@ def _a92_check(k_reading: str):
 
 A92 = Claim(
     id="d2p2.a9-c1",
+    basis="definition",
     paper=PAPER,
     location="App. A.9.2 (and §4, 'C1 >= 314')",
     statement=(

@@ -438,6 +438,13 @@ def _b1_magnitude(ctx: Context) -> Outcome:
 CLAIMS = [
     Claim(
         id="dicesgd.fixed-point-gc",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra (an existential statement proved by a witness). At a fixed point of "
+            "the expected update, E[x] = E[x] - (eta/N) sum_i clip(grad f(x; xi_i), C) gives (1/N) sum_i "
+            "clip(.) = 0; the witnesses are instances where that root, computed to 1e-12 by bisection, has "
+            "grad f != 0."
+        ),
         paper=PAPER,
         location="§2.2 (fixed-point analysis)",
         statement=(
@@ -457,6 +464,7 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.fixed-point-ef",
+        basis="search",
         paper=PAPER,
         location="§3.1 (fixed-point analysis of Alg. 2)",
         statement=(

@@ -280,6 +280,7 @@ _A6_CMD = (
 CLAIMS = [
     Claim(
         id="dicesgd.eq9",
+        basis="search",
         paper=PAPER,
         location="eq. (9), App. A",
         statement=(

@@ -379,6 +379,7 @@ def _a10_units(ctx: Context) -> Outcome:
 CLAIMS = [
     Claim(
         id="dicesgd.lemma-a1",
+        basis="search",
         paper=PAPER,
         location="Lemma A.1 (proof A.4)",
         statement=(
@@ -395,6 +396,7 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.lemma-a7",
+        basis="definition",
         paper=PAPER,
         location="Lemma A.7 (Gil 2011, Prop. B.4.10)",
         statement=(

@@ -385,6 +385,7 @@ def _step2_avg_ratio(p):
 CLAIMS = [
     Claim(
         id="dicesgd.lemma-a5",
+        basis="definition",
         paper=PAPER,
         location="Lemma A.5 (Mironov 2017, Prop. 3)",
         statement=(
@@ -429,6 +430,7 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.lemma-a8",
+        basis="search",
         paper=PAPER,
         location="Lemma A.8",
         statement=(
@@ -490,6 +492,7 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.cor-a9",
+        basis="search",
         paper=PAPER,
         location="Corollary A.9",
         statement="D_alpha(N(a, sigma^2) || N(0, sigma^2)) = a^2 D_alpha(N(1, sigma^2) || N(0, sigma^2)).",
@@ -516,6 +519,7 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.step2-composition",
+        basis="search",
         paper=PAPER,
         location="proof of Theorem 3.7, Step II (eq. 18)",
         statement=(

@@ -39,10 +39,17 @@ works for every eps < u B^2 T/N^2 = 1 and every delta in (0, e^(-1/8)] (~0.8825)
    <= exp(-L) = delta whenever L >= 1/4 - ln 2, i.e. always.
 Noise on the averaged gradient is B times larger, so the same witness covers that placement.
 
-The one gap is delta -> 1 (L -> 0): the smallest allowed sigma1 -> 0 and every (u, v) fails.  Abadi
-et al.'s Theorem 1 as stated fails there in the same way (its proof assumes small delta), so this
-edge is not counted against the paper: the literal reading is reported ``inconclusive`` (holds on
-delta <= e^(-1/8) by the proof, checked exactly on a grid; open at the edge), not confirmed.
+The one gap is delta -> 1 (L -> 0), and there the literal reading fails too (decisively, but only
+at that degenerate edge of the stated domain "delta > 0", so the verdict carries ``edge``).  Fix N, B,
+T, C and any (u, v) (they may depend on N, B, T, C but not on delta).  The full-batch instance above
+(shift C per step) at the smallest allowed sigma1 has mu = N eps/sqrt(v L), which -> oo as L -> 0,
+and 1 - delta(eps; mu) = Phi(eps/mu - mu/2) + e^eps Phi(-eps/mu - mu/2) <= (1 + e^eps) Phi(-mu/2 + eps/mu)
+~ exp(-mu^2/8) = exp(-N^2 eps^2/(8 v L)) shrinks faster than 1 - delta = 1 - e^(-L) ~ L.  So for
+every (u, v) some delta close to 1 has delta(eps) > delta.  Example (the reviewer's): N = B = 10,
+T = 1, C = 1, v = 16 N^2 (the witness above), eps = 0.5, delta = 1 - 1e-6: mu = 125 and
+1 - delta(eps) ~ e^(-1953) < 1e-6.  Abadi et al.'s Theorem 1 as stated fails there in the same way
+(its proof assumes small delta).  :func:`thm23_delta_edge` computes log(1 - delta) and
+log(1 - delta(eps; mu)) without cancellation (delta is given through L = ln(1/delta)).
 """
 
 from __future__ import annotations
@@ -173,7 +180,8 @@ def _thm23_literal(ctx: Context) -> Outcome:
         "largest_log(delta_exact/delta)": g(float(ratio.flat[worst])),
         "at": {"eps": g(float(e.flat[worst])), "delta": g(float(d.flat[worst]))},
         "proof": "module docstring, steps 1-3 (GDP composition, Balle & Wang, Gaussian tail bound)",
-        "open": "delta in (e^(-1/8), 1): as delta -> 1 every (u, v) fails, as Abadi et al.'s Thm 1 does",
+        "edge": "delta in (e^(-1/8), 1): as delta -> 1 every (u, v) fails, as Abadi et al.'s Thm 1 does "
+        "(refuted there by literal-order-delta-edge)",
     }
     holds = bool(np.all(ratio <= 1e-12))
     top = float(ratio.flat[worst])
@@ -183,7 +191,7 @@ def _thm23_literal(ctx: Context) -> Outcome:
             "with u, v allowed to depend on N, B, T, C, (u, v) = (N^2/(B^2 T), 16 N^2) makes Algorithm 1 "
             "(eps, delta)-DP for every eps < u B^2 T/N^2 and delta <= e^(-1/8) (proved; exact Balle-Wang "
             f"delta <= target on {ratio.size} grid points, largest log ratio {top:.3g}); "
-            "only the delta -> 1 edge, where the cited theorem also fails, stays open"
+            "it fails only at the delta -> 1 edge (check literal-order-delta-edge), as the cited theorem does"
             if holds
             else f"the witness fails on the grid (log ratio {top:.3g}): the proof has a gap"
         ),
@@ -193,6 +201,87 @@ def _thm23_literal(ctx: Context) -> Outcome:
             'python -c "from verification.claims.dicesgd.thm23 import thm23_literal_witness_log_ratio as f; '
             'print(f([1.0, 0.5], [1e-5, 0.88]))"'
         ),
+    )
+
+
+DELTA_EDGE = "delta -> 1 (u, v fixed before delta, as the literal quantifier order allows)"
+
+
+def thm23_delta_edge(u: float, v: float, *, n: int = 10, mu: float = 125.0) -> dict:
+    """The literal-order counterexample for (u, v): N = B = n, T = 1, C = 1, delta close to 1.
+
+    eps = min(0.5, u/2) < u B^2 T/N^2; L = ln(1/delta) is chosen so that the smallest allowed sigma1
+    gives Gaussian mu (module docstring): L = (n eps / mu)^2 / v. ``violated`` means
+    1 - delta(eps; mu) < 1 - delta, i.e. delta(eps; mu) > delta, compared in logs.
+    """
+    from scipy.special import log_ndtr
+
+    eps = min(0.5, u / 2.0)
+    lg = (n * eps / mu) ** 2 / v
+    sigma1 = math.sqrt(v * 1.0 * 1 * lg / (n * n * eps * eps))  # C = 1, T = 1: mu = C / sigma1
+    mu_chk = 1.0 / sigma1
+    log_one_minus_target = math.log(-math.expm1(-lg))
+    log_one_minus_exact = float(
+        np.logaddexp(log_ndtr(eps / mu_chk - mu_chk / 2), eps + log_ndtr(-eps / mu_chk - mu_chk / 2))
+    )
+    return {
+        "u": u,
+        "v": v,
+        "N": n,
+        "B": n,
+        "T": 1,
+        "C": 1.0,
+        "eps": eps,
+        "ln(1/delta)": lg,
+        "1-delta": -math.expm1(-lg),
+        "sigma1": sigma1,
+        "mu": mu_chk,
+        "log10(1-delta)": log_one_minus_target / math.log(10),
+        "log10(1-delta_exact(eps))": log_one_minus_exact / math.log(10),
+        "violated": log_one_minus_exact < log_one_minus_target,
+    }
+
+
+def _thm23_delta_edge(ctx: Context) -> Outcome:
+    us, vs = _grid(ctx)
+    n = 10
+    pairs = [(float(u), float(v)) for u in us for v in vs] + [(1.0, 16.0 * n * n)]
+    rows = [thm23_delta_edge(u, v, n=n) for u, v in pairs]
+    ex = thm23_delta_edge(1.0, 16.0 * n * n, n=n)
+    margin = max(r["log10(1-delta_exact(eps))"] - r["log10(1-delta)"] for r in rows)
+    details = {
+        "grid": {"u": [g(us[0]), g(us[-1]), len(us)], "v": [g(vs[0]), g(vs[-1]), len(vs)]},
+        "pairs": len(rows),
+        "example": {k: (g(x) if isinstance(x, float) else x) for k, x in ex.items()},
+        "largest_log10_margin (< 0 is a violation)": g(margin),
+        "instance": "full batch B = N = 10, T = 1, C = 1, linear losses, replace-one (shift C), smallest "
+        "allowed sigma1; delta given by L = ln(1/delta) so 1 - delta is exact",
+        "proof": "module docstring: mu = N eps/sqrt(v L) -> oo as delta -> 1, 1 - delta(eps) ~ exp(-mu^2/8)",
+        "edge": DELTA_EDGE,
+    }
+    cmd = (
+        'python -c "from verification.claims.dicesgd.thm23 import thm23_delta_edge as f; '
+        'print(f(1.0, 1600.0))"'
+    )
+    if all(r["violated"] for r in rows):
+        return Outcome(
+            Verdict.REFUTED,
+            "with u, v depending on N, B, T, C but not on delta, every (u, v) fails as delta -> 1 "
+            f"({len(rows)} pairs, u in [1e-6, 1e6], v in [1e-6, 1e12]); "
+            "e.g. N = B = 10, T = 1, v = 16 N^2, eps = 0.5, "
+            f"delta = 1 - {ex['1-delta']:.3g}: mu = {ex['mu']:.4g} and 1 - delta(eps) = "
+            f"10^{ex['log10(1-delta_exact(eps))']:.0f} < 1 - delta, so delta(eps) > delta "
+            "(a degenerate edge)",
+            "exact Gaussian-mechanism 1 - delta(eps) on a full-batch instance, for every (u, v), delta -> 1",
+            details,
+            reproduce=cmd,
+            edge=DELTA_EDGE,
+        )
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        f"some (u, v) escape the delta -> 1 construction (largest log10 margin {margin:.3g})",
+        "exact Gaussian-mechanism 1 - delta(eps), delta -> 1",
+        details,
     )
 
 
@@ -256,6 +345,12 @@ CLAIMS = [
                 reading="w on the averaged gradient, universal u, v (Abadi Thm 1)",
             ),
             Check(
+                "literal-order-delta-edge",
+                "privacy",
+                _thm23_delta_edge,
+                reading="u, v may depend on N, B, T, C",
+            ),
+            Check(
                 "literal-order-witness",
                 "privacy",
                 _thm23_literal,
@@ -266,17 +361,16 @@ CLAIMS = [
         notes=(
             "No headline reading. The paper proves nothing here: it cites Abadi et al., whose proof gives "
             "universal constants for noise sigma C on the sum with sigma >= c2 q sqrt(T log(1/delta))/eps, "
-            "i.e. sigma1^2 >= c2^2 B^2 C^2 T log(1/delta)/(N^2 eps^2). That proof establishes the printed "
-            "formula for Algorithm 1 only when v may absorb B^2 (the literal quantifier order), while the "
-            "paper's later use of the constants (Table 1, the remark after Thm 3.7) needs them universal. So "
-            "the proof does not pick a reading, and the claim reports the split: refuted with universal "
-            "constants (every (u, v) fails on a full-batch instance at any eps once N is large, because the "
-            "factor B is missing), not refuted under the literal order (a witness proved for "
-            "delta <= e^(-1/8); "
-            "delta -> 1 is open). The source's form (noise on the average) fails only at eps >= 8 v "
-            "ln(1/delta) with q = 1, where Abadi's proof conditions (sigma >= 1, q < 1/(16 sigma)) that the "
-            "statement omits are violated; that check is informative. As delta -> 1 every (u, v) fails under "
-            "every reading, Abadi's Theorem 1 included; that edge is not counted against the paper."
+            "i.e. sigma1^2 >= c2^2 B^2 C^2 T log(1/delta)/(N^2 eps^2). With universal constants every "
+            "(u, v) fails on a full-batch instance at delta = 1e-5 once N is large, because the factor "
+            "B is missing. "
+            "Under the literal quantifier order (v may absorb B^2) a witness holds for delta <= e^(-1/8) "
+            "(informative check), but every (u, v) fails as delta -> 1, where the minimal sigma1 -> 0: so "
+            "every reading is refuted and the claim is refuted, flagged with the edge delta -> 1 because "
+            "that reading fails only there (as does Abadi et al.'s Theorem 1 as stated). The source's form "
+            "(noise on the average) fails only at eps >= 8 v ln(1/delta) with q = 1, where Abadi's proof "
+            "conditions (sigma >= 1, q < 1/(16 sigma)) that the statement omits are violated; that check is "
+            "informative."
         ),
     ),
 ]

@@ -314,6 +314,104 @@ def _cor38_symbolic(ctx: Context) -> Outcome:
     )
 
 
+#: Corollary 3.8's conditions at one point: 3 C1 < C2 <= C/B with C = B C2 (the smallest C allowed)
+COR38_POINT = dict(n=10_000, batch=10, c1=1.0, c2=4.0, eps=2.0, delta=1e-5)
+
+
+def cor38_case(c: float, reading: str = "C-squared") -> dict:
+    """Corollary 3.8's privacy half at ``T = floor(c N^2 eps^2/(G~ ln(1/delta)))`` and Thm 3.7's sigma1.
+
+    The instance is :mod:`accounting.audit.dicesgd_sum`'s: every example of D has zero gradient, the
+    differing one has gradient ``G = C1 + B T C2`` (Assumption 3.5: any finite G), so G' >= C and
+    min{C, G'} = C. One inclusion leaves a residual that cannot drain at C2 per step, so the sum of the
+    released updates shifts by ``C2 (T - 1 - tau)`` after the first inclusion tau. At Thm 3.7's noise
+    sigma1^2 = 32 T G~ ln(1/delta)/(N^2 eps^2) = 32 c, the shift over its s.d. sigma1 sqrt(T) tends to
+    ``C2 N eps / sqrt(32 G~ ln(1/delta))`` as qT grows: it does not depend on c, so the O(.) in T does
+    not help. ``eps_lower`` is the sum test's deterministic lower bound (confidence 1).
+    """
+    from accounting.audit.dicesgd_sum import dicesgd_sum_test_epsilon_lower
+
+    p = COR38_POINT
+    n, b, c1, c2, eps, delta = p["n"], p["batch"], p["c1"], p["c2"], p["eps"], p["delta"]
+    big_c = b * c2
+    gt = _gtilde(c1, c2, math.inf, reading, c_sens=big_c)  # G' >= C on this instance
+    steps = max(1, math.floor(c * n**2 * eps**2 / (gt * math.log(1 / delta))))
+    sigma1 = dicesgd_claimed_sigma1(
+        eps=eps, delta=delta, steps=steps, n=n, c1=c1, c2=c2, gprime=math.inf, reading=reading, c_sens=big_c
+    )
+    q, z = b / n, sigma1 * b / c1
+    # E[shift] = sum_tau q (1-q)^tau (C1/B + C2 (T - 1 - tau)), in closed form
+    pin = 1 - (1 - q) ** steps
+    mean_shift = c1 / b * pin + c2 * (
+        (steps - 1) * pin - ((1 - q) / q) * (pin - steps * q * (1 - q) ** (steps - 1))
+    )
+    lower = dicesgd_sum_test_epsilon_lower(
+        sample_rate=q, noise_multiplier=z, steps=steps, delta=delta, c1=c1, c2=c2, batch_size=b
+    )
+    return {
+        **p,
+        "C": big_c,
+        "G": c1 + b * steps * c2,
+        "G_tilde_reading": reading,
+        "G_tilde": gt,
+        "c": c,
+        "T": steps,
+        "sigma1": g(sigma1),
+        "mean_shift_of_sum": g(mean_shift),
+        "noise_sd_of_sum": g(sigma1 * math.sqrt(steps)),
+        "mu_limit_C2_N_eps/sqrt(32_G~_ln(1/delta))": g(
+            c2 * n * eps / math.sqrt(32 * gt * math.log(1 / delta))
+        ),
+        "eps_lower": g(lower),
+        "reproduce": (
+            'python -c "from accounting.audit.dicesgd_sum import dicesgd_sum_test_epsilon_lower as f; '
+            f"print(f(sample_rate={q}, noise_multiplier={z!r}, steps={steps}, delta={delta}, c1={c1}, "
+            f'c2={c2}, batch_size={b}))"'
+        ),
+    }
+
+
+def _cor38_privacy(ctx: Context) -> Outcome:
+    """The corollary's privacy half, checked directly (not through the refuted Thm 3.7)."""
+    plan = {
+        "C-squared": (1.0, 0.1) if ctx.quick else (1.0, 0.1, 0.01),
+        "squared": (0.01,) if ctx.quick else (0.01, 0.001),
+    }
+    rows = [cor38_case(c, reading) for reading, cs in plan.items() for c in cs]
+    bad = {r["G_tilde_reading"] for r in rows if r["eps_lower"] > r["eps"]}
+    details = {
+        "cases": rows,
+        "readings_of_G~": {k: THM37_READINGS[k] for k in plan},
+        "instance": "accounting.audit.dicesgd_sum: zero-gradient D, one example with G = C1 + B T C2 (never "
+        "drains); sum test on the released updates, add/remove, Poisson sampling q = B/N",
+        "assumptions": "Thm 3.7's (the corollary's privacy half rests on it): Assumptions 3.4-3.5 with "
+        "G and sigma finite; 0 < 3 C1 < C2 <= C/B (C = B C2); B/N <= 1/5",
+        "rule": "refuted if the deterministic lower bound exceeds eps for every reading of G~ and every c "
+        "tried",
+    }
+    r = rows[0]
+    if bad == set(plan) and all(x["eps_lower"] > x["eps"] for x in rows):
+        return Outcome(
+            Verdict.REFUTED,
+            f"N={r['n']}, B={r['batch']}, C1={r['c1']}, C2={r['c2']}, C=B C2={r['C']}, eps={r['eps']}, "
+            f"delta={r['delta']}, T = c N^2 eps^2/(G~ ln(1/delta)) with c = {r['c']} (T={r['T']}), Thm 3.7's "
+            f"sigma1={r['sigma1']}: the sum of the updates shifts by {r['mean_shift_of_sum']} on average "
+            f"against a noise s.d. of {r['noise_sd_of_sum']}, so eps >= {r['eps_lower']} (deterministic); "
+            f"not (eps, delta)-DP at any of {len(rows)} (c, G~-reading) pairs, c from "
+            f"{min(x['c'] for x in rows)} to 1: the shift-to-noise ratio tends to a limit free of c",
+            "deterministic sum-test lower bound at the corollary's own T and sigma1",
+            details,
+            reproduce=r["reproduce"],
+        )
+    return Outcome(
+        Verdict.INCONCLUSIVE,
+        "the sum test does not exceed eps at every (c, reading): "
+        + ", ".join(f"c={x['c']} {x['G_tilde_reading']}: {x['eps_lower']}" for x in rows),
+        "deterministic sum-test lower bound at the corollary's own T and sigma1",
+        details,
+    )
+
+
 def _cor38_n_rate(ctx: Context) -> Outcome:
     import sympy as sp
 
@@ -399,6 +497,7 @@ CLAIMS = [
         assumptions=("as Thm 3.6 and 3.7",),
         depends_on=("dicesgd.thm3.6", "dicesgd.thm3.7"),
         checks=(
+            Check("privacy-half-direct", "privacy", _cor38_privacy),
             Check("rate-derivation", "symbolic", _cor38_symbolic),
             Check(
                 "text-rate-logN/N^2",
