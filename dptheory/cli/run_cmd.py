@@ -200,6 +200,13 @@ def run(args: argparse.Namespace) -> int:
     if args.engine != "auto" and args.backend != "inprocess":
         raise InvalidParameter("--engine", "only applies to --backend inprocess")
     runner.check_options(args.algo, **options)  # before torch is imported
+    from dptheory.extras import require_extra
+
+    needed = ["torch"]
+    needed += ["matplotlib"] if args.plot else []
+    needed += ["sklearn"] if args.dataset == "breast-cancer" else []
+    needed += ["flwr"] if args.backend == "flower" else []
+    require_extra(*needed)
     if args.backend == "flower":
         from dptheory.integrations.flower import backend
 
