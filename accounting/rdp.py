@@ -99,6 +99,7 @@ relative above the exact evaluation.  :func:`subsampled_gaussian_rdp_steps` is a
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 from collections.abc import Callable, Iterator
 
@@ -115,7 +116,6 @@ from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
-from accounting.sigma_grid import _GRID_CACHE as _GRID_CACHE
 from accounting.sigma_grid import _GRID_MIN_RATIO, EVALUATIONS, GRID_RATIO, GRID_TOL, _grid_total
 from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
@@ -137,6 +137,8 @@ __all__ = [
     "GRID_RATIO",
     "GRID_TOL",
     "RdpCurve",
+    "coarse_bounds",
+    "coarse_settings",
     "exact_rdp_function",
     "gaussian_rdp",
     "subsampled_gaussian_rdp",
@@ -189,10 +191,18 @@ def _as_step_arrays(sample_rate, noise_multiplier) -> tuple[np.ndarray, np.ndarr
     return q, sig
 
 
-#: Coarse mode (:func:`coarse_bounds`): settings while active, else None.
-_COARSE: dict | None = None
+#: Coarse mode (:func:`coarse_bounds`): its settings inside the block, else None.  A context
+#: variable, not a module global: each thread (and asyncio task) sees only its own blocks, so a
+#: calibration bracketing itself in one thread never coarsens another thread's numbers.
+_COARSE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("accounting_rdp_coarse", default=None)
 #: Schedules with fewer distinct steps are evaluated as usual even in coarse mode.
 _COARSE_MIN_ROWS = 64
+
+
+def coarse_settings() -> dict | None:
+    """The settings dict of the innermost :func:`coarse_bounds` block active in the calling thread
+    or task (``"ratio"``, and ``"used"``, which a coarsening evaluation sets), or None."""
+    return _COARSE.get()
 
 
 @contextlib.contextmanager
@@ -202,14 +212,15 @@ def coarse_bounds(ratio: float = 1.25) -> Iterator[dict]:
     refinement), unless ``evaluation="exact"`` is asked for.  The values are sound upper bounds
     (the grid bound holds for any grid), only looser; they are meant for bracketing a
     calibration cheaply.  Yields a dict whose ``"used"`` entry says whether any call was
-    coarsened (if not, the block computed exactly what it would have outside)."""
-    global _COARSE
-    saved, state = _COARSE, {"ratio": float(ratio), "used": False}
-    _COARSE = state
+    coarsened (if not, the block computed exactly what it would have outside).
+
+    The mode is scoped to the calling thread or asyncio task (a context variable): other threads
+    keep exact evaluations while the block runs."""
+    token = _COARSE.set({"ratio": float(ratio), "used": False})
     try:
-        yield state
+        yield _COARSE.get()
     finally:
-        _COARSE = saved
+        _COARSE.reset(token)
 
 
 def subsampled_gaussian_rdp_steps(
@@ -269,7 +280,7 @@ def exact_rdp_function(
     exactly (sigma grid, coarse mode): use :func:`subsampled_gaussian_rdp` there."""
     uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     n = uniq.shape[0]
-    if (_COARSE is not None and n >= _COARSE_MIN_ROWS) or n >= min(
+    if (_COARSE.get() is not None and n >= _COARSE_MIN_ROWS) or n >= min(
         _grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1
     ):
         return None
@@ -321,9 +332,10 @@ def subsampled_gaussian_rdp(
     o = _check_orders(orders)
     uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     bounded: tuple[tuple[float, float], ...] = ()
-    if _COARSE is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
-        _COARSE["used"] = True
-        evaluation, ratio, tol = "grid", max(ratio, _COARSE["ratio"]), math.inf
+    coarse = _COARSE.get()
+    if coarse is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
+        coarse["used"] = True
+        evaluation, ratio, tol = "grid", max(ratio, coarse["ratio"]), math.inf
     if evaluation == "grid" or (
         evaluation == "auto" and uniq.shape[0] >= min(_grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1)
     ):

@@ -88,11 +88,11 @@ import operator
 
 import numpy as np
 
-from accounting import rdp as rdp_module
 from accounting import validate
+from accounting.cache import BoundedCache
 from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
-from accounting.rdp import RdpCurve, _check_orders, _evaluate, _lattice, _sigma_grid
+from accounting.rdp import RdpCurve, _check_orders, _evaluate, _lattice, _sigma_grid, coarse_settings
 
 __all__ = ["SMOOTH_BUDGET", "SMOOTH_RATIO", "SMOOTH_SCHEDULES", "smooth_schedule_rdp"]
 
@@ -120,33 +120,32 @@ _SELECT_RATIO = 1.1
 _EPS = np.finfo(float).eps
 
 
-# Exact per-step values by (q, sigma): {order: value}, and {order: reason} where not evaluable.
-# Order-wise, so that calls evaluating different subsets of orders (the selection of
-# smooth_schedule_rdp moves with sigma during a calibration) still share every value.
-_CACHE: dict[tuple[float, float], dict[float, float]] = {}
-_REASONS: dict[tuple[float, float], str] = {}
-_CACHE_ROWS = 4_000  # (q, sigma) rows of ~170 floats: a few MB; a calibration uses a few hundred
+#: Exact per-step values keyed by ``(q, sigma)``, each ``{order: value}``: order-wise, so that calls
+#: evaluating different subsets of orders (the selection of smooth_schedule_rdp moves with sigma
+#: during a calibration) still share every value.  Rows of ~170 floats: a few MB; a calibration
+#: uses a few hundred.  :mod:`accounting.cache` says what a cached row can and cannot change.
+CACHE = BoundedCache(4_000)
+#: ``(q, order) -> reason`` for orders found not evaluable.
+_REASONS = BoundedCache(4_000)
 
 
 def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
     """Exact per-step RDP (:func:`accounting.rdp._evaluate`) at noise ``g`` (rows) and orders
-    ``o`` (columns) for rate q, NaN where not evaluable, through an order-wise cache; and
+    ``o`` (columns) for rate q, NaN where not evaluable, through :data:`CACHE`; and
     ``{column: reason}`` for the orders that failed at some point.  The missing orders are
     evaluated in one batch at every point that misses any (a few extra values, one call)."""
     keys = [(q, x) for x in g.tolist()]
     orders = o.tolist()
     wanted = set(orders)
-    rows = [_CACHE.get(k) for k in keys]
+    rows = CACHE.get_many(keys)
     miss_rows = [i for i, r in enumerate(rows) if r is None or not r.keys() >= wanted]
     if miss_rows:
         need = sorted(set().union(*(wanted - (rows[i] or {}).keys() for i in miss_rows)))
         na = np.array(need, dtype=float)
         sig = g[miss_rows]
         mat, why = _evaluate(np.full(sig.size, q), sig, na, None)
-        if len(_CACHE) + sig.size > _CACHE_ROWS:
-            _CACHE.clear()
         for r_i, i in enumerate(miss_rows):
-            row = _CACHE.setdefault(keys[i], {})
+            row = CACHE.setdefault(keys[i], {})
             row.update(zip(need, mat[r_i].tolist(), strict=True))
             rows[i] = row
         for col, reason in why.items():
@@ -358,7 +357,7 @@ def smooth_schedule_rdp(
         return _curve(o, vals[0] * t, np.zeros(o.size), why)
     sched = (name, sigma, t, r)
     is_int = o == np.floor(o)
-    coarse = rdp_module._COARSE
+    coarse = coarse_settings()
     if coarse is not None and is_int.any():
         # inside accounting.rdp.coarse_bounds (bracketing a calibration): integer orders on the
         # coarse lattice, fractional ones by the alpha-chord -- sound, looser, ~10x cheaper

@@ -12,6 +12,7 @@ import numpy as np
 
 from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
+from accounting.cache import BoundedCache
 
 __all__ = ["AUTO_GRID_MIN_ROWS", "AUTO_GRID_THRESHOLD", "EVALUATIONS", "GRID_RATIO", "GRID_TOL"]
 
@@ -75,30 +76,35 @@ def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
     return np.unique(np.array([lo, hi] + pts))
 
 
-# Exact grid values by (q, orders): {sigma: row}; the grid's anchored points recur across calls.
-_GRID_CACHE: dict[tuple[float, bytes], tuple[dict[float, np.ndarray], dict[int, str]]] = {}
-_GRID_CACHE_ROWS = 20_000
+#: Exact grid rows, keyed by ``(q, orders.tobytes(), sigma)``; the grid's anchored points recur
+#: across calls (:mod:`accounting.cache` says what a cached row can and cannot change).
+GRID_CACHE = BoundedCache(20_000)
+#: ``{column: reason}`` for the orders not evaluable at some grid row, keyed by ``(q, orders.tobytes())``.
+_GRID_REASONS = BoundedCache(256)
 
 
 def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-    """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through a cache.
+    """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through
+    :data:`GRID_CACHE`.
 
     The values are those of :func:`_evaluate`; evaluated in a different batch of noise values they
     can differ in the last bit (~1e-16 relative, either way), which calibration's 1e-12 margin
-    below the target absorbs (:mod:`accounting.calibration`).
-    The cache keeps at most ``_GRID_CACHE_ROWS`` rows in all (cleared when full)."""
-    key = (float(qg), orders.tobytes())
-    rows, reasons = _GRID_CACHE.get(key, ({}, {}))
-    miss = np.array([g for g in new_g.tolist() if g not in rows], dtype=float)
+    below the target absorbs (:mod:`accounting.calibration`)."""
+    qg = float(qg)
+    ob = orders.tobytes()
+    points = new_g.tolist()
+    cached = GRID_CACHE.get_many([(qg, ob, g) for g in points])
+    rows = {g: r for g, r in zip(points, cached, strict=True) if r is not None}
+    reasons = _GRID_REASONS.setdefault((qg, ob), {})
+    miss = np.array([g for g in points if g not in rows], dtype=float)
     if miss.size:
         mat, why = _evaluate(np.full(miss.size, qg), miss, orders, None)
-        if sum(len(r) for r, _ in _GRID_CACHE.values()) + miss.size > _GRID_CACHE_ROWS:
-            _GRID_CACHE.clear()
-        rows, reasons = _GRID_CACHE.setdefault(key, (rows, reasons))
-        rows.update(zip(miss.tolist(), mat, strict=True))
+        for g, row in zip(miss.tolist(), mat, strict=True):
+            GRID_CACHE.put((qg, ob, g), row)
+            rows[g] = row
         for col, r in why.items():
             reasons.setdefault(col, r)
-    out = np.array([rows[g] for g in new_g.tolist()]).reshape(new_g.size, orders.size)
+    out = np.array([rows[g] for g in points]).reshape(new_g.size, orders.size)
     return out, dict(reasons)
 
 

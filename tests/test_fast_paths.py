@@ -100,7 +100,7 @@ def test_auto_cost_rule_is_an_upper_bound(monkeypatch) -> None:
 
 def test_grid_cache_changes_no_number() -> None:
     z = _schedule("inv-k", 20.0, 300)
-    rdp_mod._GRID_CACHE.clear()
+    sigma_grid.GRID_CACHE.clear()
     cold = subsampled_gaussian_rdp(0.01, z, ORDERS, evaluation="grid")
     warm = subsampled_gaussian_rdp(0.01, z, ORDERS, evaluation="grid")
     np.testing.assert_array_equal(cold.rdp, warm.rdp)
@@ -156,7 +156,7 @@ def test_calibrate_agrees_with_epsilon_on_a_grid_schedule(algo, monkeypatch) -> 
     assert same.epsilon == rep.epsilon
     # a fresh evaluation, as in another process: grid values computed in other batches may
     # differ in the last bit (vectorised sums), never more
-    rdp_mod._GRID_CACHE.clear()
+    sigma_grid.GRID_CACHE.clear()
     again = api.epsilon(noise_multiplier=rep.noise_multiplier, **kw)
     assert again.epsilon == pytest.approx(rep.epsilon, rel=1e-13)
 
