@@ -55,8 +55,7 @@ defaults (used when an option is not given; each report lists the ones it assume
                    0.7 x model dim, projection fresh (A_k redrawn every step)
   clip21sgd2m      rounds 1000, clients 10, tau 1: placeholders (the paper's numbers were
                    lost in the text rendering); epsilon depends only on z and rounds
-  --mode           certified for every algorithm (dicesgd falls back to a labelled
-                   'claimed (not certified)' number if no certified accountant exists)
+  --mode           certified for every algorithm
 """
 
 
