@@ -112,10 +112,10 @@ from accounting._log_a_frac import _frac_tables as _frac_tables
 from accounting._log_a_frac import _frac_tables_stacked as _frac_tables_stacked
 from accounting._log_a_int import _int_dense_tables as _int_dense_tables
 from accounting._log_a_int import _int_tables as _int_tables
-from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
+from accounting.rounding import up
 from accounting.sigma_grid import _GRID_MIN_RATIO, EVALUATIONS, GRID_RATIO, GRID_TOL, _grid_total
 from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
@@ -155,15 +155,15 @@ def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
     return o
 
 
-_UP4 = _up(4)
+_UP4 = up(4)
 
 
 def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np.ndarray:
     """RDP ``alpha / (2 sigma^2)`` of the Gaussian mechanism (sensitivity 1, noise std sigma).
 
     Scalar ``noise_multiplier`` gives shape ``(n_orders,)``; an array of shape ``(T,)`` gives
-    ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (review:
-    half of random cases came out up to 1.9e-16 relative below the exact value without it).
+    ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (without
+    the pad, half of random cases come out up to 1.9e-16 relative below the exact value).
     """
     o = _check_orders(orders)
     sig = np.asarray(noise_multiplier, dtype=float)

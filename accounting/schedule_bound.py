@@ -48,8 +48,8 @@ the Poisson-subsampled Gaussian at order alpha, ``s = 1/(2 sigma^2)``):
    trapezoid lies below it, ``(sqrt(k) + sqrt(k+1))/2 <= integral over [k, k+1]``, and summing,
    ``sum_{k=a}^{b} sqrt(k) <= (2/3) (b^(3/2) - a^(3/2)) + (sqrt(a) + sqrt(b)) / 2``.  (The
    midpoint rule goes the other way for a concave function, ``sqrt(k) >= integral over
-   [k - 1/2, k + 1/2]``: it gives the *lower* sum used for the bracket only.  A first version used
-   it as the upper sum; the hostile review found the bound 1.6e-7 below the truth at T = 4097.)
+   [k - 1/2, k + 1/2]``: it gives the *lower* sum used for the bracket only.  Used as the upper
+   sum, it would put the bound 1.6e-7 below the truth at T = 4097.)
    Cells of at most :data:`_DIRECT_MAX` steps are summed term
    by term instead.  Each sum gets a rounding allowance of ``64 eps (n + b + 1)`` times the
    largest term (it is >= the float error of the formulas), and ``sum tau`` is capped at n.

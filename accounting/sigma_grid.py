@@ -10,16 +10,16 @@ import math
 
 import numpy as np
 
-from accounting._log_a_int import _up
 from accounting._rdp_evaluate import _evaluate
 from accounting.cache import BoundedCache
+from accounting.rounding import up
 
 __all__ = ["AUTO_GRID_MIN_ROWS", "AUTO_GRID_THRESHOLD", "EVALUATIONS", "GRID_RATIO", "GRID_TOL"]
 
 #: Values of the ``evaluation`` keyword of :func:`subsampled_gaussian_rdp`.
 EVALUATIONS = ("auto", "exact", "grid")
 #: ``evaluation="auto"`` bounds a sample rate's steps from the sigma grid beyond this many
-#: distinct steps whenever the grid is smaller than the steps (as before the cost rule below).
+#: distinct steps whenever the grid is smaller than the steps, whatever the cost rule below says.
 AUTO_GRID_THRESHOLD = 20_000
 #: ... and from this many distinct steps on, whenever the grid is estimated to cost at most
 #: half the exact evaluation (:func:`_grid_pays`).  Below it every step is exact, so short
@@ -344,7 +344,7 @@ def _grid_total(
         for col, r in why.items():
             reasons.setdefault(col, r)
     with np.errstate(over="ignore", invalid="ignore"):
-        total *= _up(n_adds + 1)
+        total *= up(n_adds + 1)
     if not used:
         return total, reasons, ()
     _alpha_chord(orders, total, gap)

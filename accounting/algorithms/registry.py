@@ -2,7 +2,8 @@
 
 Each algorithm's module is imported the first time the algorithm is asked for, so a
 ``dptheory calibrate --algo dpsgd`` does not load (or, without cached bytecode, compile) the
-DiceSGD, D2P2 and Clip21 modules: start-up time, issue 11.  One instance per name, as before.
+DiceSGD, D2P2 and Clip21 modules (start-up time).  One instance per name, so that the
+algorithms' own caches are shared by every caller.
 """
 
 from __future__ import annotations

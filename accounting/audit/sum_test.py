@@ -69,8 +69,8 @@ def sum_test_epsilon_lower(
     edges = np.unique(np.linspace(lo, hi + 1, min(hi + 2 - lo, max_window + 1)).round()).astype(np.int64)
     ks = edges[:-1]
     # Bin masses as differences of the cdf below the mean and of the survival function above it:
-    # a difference of two cdf values near 1 has no relative precision in the upper tail (a review
-    # found a bin 3.6x too heavy, and at T = 1 an overstated epsilon).
+    # a difference of two cdf values near 1 has no relative precision in the upper tail (it can
+    # make a bin 3.6x too heavy, and at T = 1 overstate epsilon).
     with np.errstate(divide="ignore"):
         cdf = stats.binom.cdf(edges - 1, t, q)
         sf = stats.binom.sf(edges - 1, t, q)

@@ -14,8 +14,6 @@ from typing import Any
 
 from dptheory.cli.numbers import number
 
-ALGO_NAMES = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
-
 #: argparse dest -> keyword of dptheory.api (the same spelling, with '_').
 PARAM_DESTS = (
     "sample_rate",
@@ -81,6 +79,8 @@ change; --timeout SECONDS bounds the time, exit status 3):
 
 def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool = True) -> None:
     """Add --algo and every parameter option (and --mode/--accountant unless told not to)."""
+    from accounting.algorithms.registry import ALGO_NAMES
+
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + DEFAULTS_HELP + "\n" + ENVELOPE_HELP
     parser.add_argument(

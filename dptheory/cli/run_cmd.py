@@ -243,9 +243,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _jsonable(obj):
-    import math
-
+    """The run's result as JSON: arrays as lists, numpy integers as ints, and floats in the one
+    encoding of every ``--json`` output (:mod:`accounting.json_floats`: ``"inf"``, ``"nan"``)."""
     import numpy as np
+
+    from accounting.json_floats import json_float
 
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
@@ -253,12 +255,9 @@ def _jsonable(obj):
         return [_jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return _jsonable(obj.tolist())
-    if isinstance(obj, np.floating | float):
-        f = float(obj)
-        return f if math.isfinite(f) else None
     if isinstance(obj, np.integer):
         return int(obj)
-    return obj
+    return json_float(obj)
 
 
 def render(result) -> str:

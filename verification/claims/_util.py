@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 
+from accounting.json_floats import json_float
 from verification.claim import Outcome, Verdict
 
 
 def g(x: float, digits: int = 6) -> float:
-    """Round for evidence (JSON-friendly, keeps inf/nan as strings)."""
+    """Round for evidence: ``digits`` significant digits; inf/nan in the JSON encoding of
+    :mod:`accounting.json_floats` (``"inf"``, ``"-inf"``, ``"nan"``)."""
     if x is None:
         return None  # type: ignore[return-value]
     x = float(x)
     if math.isnan(x) or math.isinf(x):
-        return str(x)  # type: ignore[return-value]
+        return json_float(x)
     if x == 0:
         return 0.0
     return float(f"{x:.{digits}g}")
