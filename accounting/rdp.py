@@ -107,11 +107,6 @@ import numpy as np
 
 from accounting import sigma_grid as _grid
 from accounting import validate
-from accounting._log_a_frac import _frac_rounding as _frac_rounding
-from accounting._log_a_frac import _frac_tables as _frac_tables
-from accounting._log_a_frac import _frac_tables_stacked as _frac_tables_stacked
-from accounting._log_a_int import _int_dense_tables as _int_dense_tables
-from accounting._log_a_int import _int_tables as _int_tables
 from accounting._rdp_evaluate import _evaluate
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
@@ -119,8 +114,6 @@ from accounting.rounding import up
 from accounting.sigma_grid import _GRID_MIN_RATIO, EVALUATIONS, GRID_RATIO, GRID_TOL, _grid_total
 from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
-from accounting.sigma_grid import _lattice as _lattice
-from accounting.sigma_grid import _sigma_grid as _sigma_grid
 
 # The implementation lives in: rdp_curve (RdpCurve), _log_a_int / _log_a_frac (integer- and
 # fractional-order log A), _rdp_evaluate (per-step evaluation) and sigma_grid (long schedules).

@@ -89,10 +89,12 @@ import operator
 import numpy as np
 
 from accounting import validate
+from accounting._rdp_evaluate import _evaluate
 from accounting.cache import BoundedCache
 from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
-from accounting.rdp import RdpCurve, _check_orders, _evaluate, _lattice, _sigma_grid, coarse_settings
+from accounting.rdp import RdpCurve, _check_orders, coarse_settings
+from accounting.sigma_grid import _lattice, _sigma_grid
 
 __all__ = ["SMOOTH_BUDGET", "SMOOTH_RATIO", "SMOOTH_SCHEDULES", "smooth_schedule_rdp"]
 
@@ -130,7 +132,7 @@ _REASONS = BoundedCache(4_000)
 
 
 def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-    """Exact per-step RDP (:func:`accounting.rdp._evaluate`) at noise ``g`` (rows) and orders
+    """Exact per-step RDP (:func:`accounting._rdp_evaluate._evaluate`) at noise ``g`` (rows) and orders
     ``o`` (columns) for rate q, NaN where not evaluable, through :data:`CACHE`; and
     ``{column: reason}`` for the orders that failed at some point.  The missing orders are
     evaluated in one batch at every point that misses any (a few extra values, one call)."""

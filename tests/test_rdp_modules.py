@@ -26,14 +26,7 @@ HOME = {
     "EVALUATIONS": "accounting.sigma_grid",
     "GRID_RATIO": "accounting.sigma_grid",
     "GRID_TOL": "accounting.sigma_grid",
-    "_lattice": "accounting.sigma_grid",
-    "_sigma_grid": "accounting.sigma_grid",
     "_evaluate": "accounting._rdp_evaluate",
-    "_int_tables": "accounting._log_a_int",
-    "_int_dense_tables": "accounting._log_a_int",
-    "_frac_tables": "accounting._log_a_frac",
-    "_frac_tables_stacked": "accounting._log_a_frac",
-    "_frac_rounding": "accounting._log_a_frac",
 }
 #: Globals the tests rebind (monkeypatch), with the one module whose code reads them.
 TUNABLE = {

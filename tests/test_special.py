@@ -144,7 +144,12 @@ def test_log_ndtr_edges() -> None:
 
 
 def _clear_rdp_caches() -> None:
-    for fn in (rdp._int_tables, rdp._int_dense_tables, rdp._frac_tables, rdp._frac_tables_stacked):
+    for fn in (
+        log_a_int._int_tables,
+        log_a_int._int_dense_tables,
+        log_a_frac._frac_tables,
+        log_a_frac._frac_tables_stacked,
+    ):
         fn.cache_clear()
     sigma_grid.GRID_CACHE.clear()
 
