@@ -111,9 +111,9 @@ from accounting._rdp_evaluate import _evaluate
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
 from accounting.rounding import up
-from accounting.sigma_grid import _GRID_MIN_RATIO, EVALUATIONS, GRID_RATIO, GRID_TOL, _grid_total
 from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
+from accounting.sigma_grid import EVALUATIONS, GRID_MIN_RATIO, GRID_RATIO, GRID_TOL, grid_total
 
 # The implementation lives in: rdp_curve (RdpCurve), _log_a_int / _log_a_frac (integer- and
 # fractional-order log A), _rdp_evaluate (per-step evaluation) and sigma_grid (long schedules).
@@ -139,7 +139,8 @@ __all__ = [
 ]
 
 
-def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
+def orders_array(orders: np.ndarray | list[float] | float) -> np.ndarray:
+    """``orders`` as a 1-D float array, each finite and > 1 (else InvalidParameter, ``--orders``)."""
     o = np.atleast_1d(np.asarray(orders, dtype=float))
     if o.ndim != 1 or o.size == 0:
         raise InvalidParameter("--orders", "must be a non-empty 1-D list of orders")
@@ -158,7 +159,7 @@ def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np
     ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (without
     the pad, half of random cases come out up to 1.9e-16 relative below the exact value).
     """
-    o = _check_orders(orders)
+    o = orders_array(orders)
     sig = np.asarray(noise_multiplier, dtype=float)
     validate.positive_array("--noise-multiplier", sig)
     with np.errstate(over="ignore"):
@@ -224,7 +225,7 @@ def subsampled_gaussian_rdp_steps(
     ``sample_rate`` and ``noise_multiplier`` are scalars or arrays of shape ``(T,)``.
     Identical steps are evaluated once.
     """
-    o = _check_orders(orders)
+    o = orders_array(orders)
     q, sig = _as_step_arrays(sample_rate, noise_multiplier)
     pairs = np.stack([q, sig], axis=1)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
@@ -280,7 +281,7 @@ def exact_rdp_function(
     q, sig = np.ascontiguousarray(uniq[:, 0]), np.ascontiguousarray(uniq[:, 1])
 
     def evaluate(orders: np.ndarray) -> RdpCurve:
-        o = _check_orders(orders)
+        o = orders_array(orders)
         total, reasons = _evaluate(q, sig, o, weights)
         dropped = tuple((float(o[c]), why) for c, why in reasons.items())
         return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped)
@@ -320,9 +321,9 @@ def subsampled_gaussian_rdp(
     tol = float(grid_tol)
     if not tol > 0:  # inf allowed: no refinement
         raise InvalidParameter("grid_tol", f"must be > 0 (got {grid_tol!r})")
-    if not ratio >= _GRID_MIN_RATIO:
-        raise InvalidParameter("grid_ratio", f"must be >= {_GRID_MIN_RATIO!r} (got {grid_ratio!r})")
-    o = _check_orders(orders)
+    if not ratio >= GRID_MIN_RATIO:
+        raise InvalidParameter("grid_ratio", f"must be >= {GRID_MIN_RATIO!r} (got {grid_ratio!r})")
+    o = orders_array(orders)
     uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     bounded: tuple[tuple[float, float], ...] = ()
     coarse = _COARSE.get()
@@ -332,7 +333,7 @@ def subsampled_gaussian_rdp(
     if evaluation == "grid" or (
         evaluation == "auto" and uniq.shape[0] >= min(_grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1)
     ):
-        total, reasons, bounded = _grid_total(
+        total, reasons, bounded = grid_total(
             uniq[:, 0], uniq[:, 1], weights, o, ratio, tol, evaluation == "grid"
         )
     else:

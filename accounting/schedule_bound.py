@@ -93,8 +93,8 @@ from accounting._rdp_evaluate import _evaluate
 from accounting.cache import BoundedCache
 from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
-from accounting.rdp import RdpCurve, _check_orders, coarse_settings
-from accounting.sigma_grid import _lattice, _sigma_grid
+from accounting.rdp import RdpCurve, coarse_settings, orders_array
+from accounting.sigma_grid import lattice, sigma_grid_points
 
 __all__ = ["SMOOTH_BUDGET", "SMOOTH_RATIO", "SMOOTH_SCHEDULES", "smooth_schedule_rdp"]
 
@@ -351,7 +351,7 @@ def smooth_schedule_rdp(
     ratio = float(ratio)
     if not (math.isfinite(ratio) and ratio > 1.0):
         raise InvalidParameter("ratio", f"must be a finite number > 1 (got {ratio!r})")
-    o = _check_orders(orders)
+    o = orders_array(orders)
     ends = _sigma_of(name, sigma, np.array([1.0, float(t)]), t, r)
     hi, lo = float(ends[0]), float(ends[1])
     if t == 1 or not hi > lo:  # one step, or no decay representable in floats
@@ -432,7 +432,7 @@ def _lattice_bound(
     """``(total, gap, reasons)`` on the lattice of ``ratio`` over ``[lo, hi]``, refined
     ``_PASSES - 1`` times by at most ``budget`` points where the brackets of the ``focus``
     orders are widest."""
-    g = _sigma_grid(lo, hi, ratio)
+    g = sigma_grid_points(lo, hi, ratio)
     every = np.ones(o.size, dtype=bool)  # the reported gaps use the sharp lower bounds throughout
     for it in range(_PASSES):
         last = it == _PASSES - 1 or budget <= 0 or not focus.any()
@@ -518,7 +518,7 @@ def _refine(
     for j in np.nonzero(pieces >= 1)[0].tolist():
         width = math.log(g[j + 1] / g[j])
         level = max(0, math.ceil(math.log2((pieces[j] + 1) * h / width))) if width > 0 else 0
-        extra.extend(x for x in _lattice(g[j], g[j + 1], h, min(level, 30)) if g[j] < x < g[j + 1])
+        extra.extend(x for x in lattice(g[j], g[j + 1], h, min(level, 30)) if g[j] < x < g[j + 1])
     if not extra:
         return None
     return np.unique(np.concatenate([g, np.array(extra)]))
@@ -545,5 +545,5 @@ def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinc
     ends = _sigma_of(name, float(base), np.array([1.0, float(steps)]), int(steps), float(rho))
     if not ends[0] > ends[1]:
         return False
-    est = _sigma_grid(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
+    est = sigma_grid_points(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
     return 2 * est <= n

@@ -31,7 +31,8 @@ GRID_RATIO = 1.02
 GRID_TOL = 1e-2
 _GRID_MAX_POINTS = 20_000
 _GRID_PASSES = 2
-_GRID_MIN_RATIO = 1.0 + 1e-6
+#: Smallest ``grid_ratio`` accepted (a geometric grid needs ratio > 1; its log is the lattice spacing).
+GRID_MIN_RATIO = 1.0 + 1e-6
 
 
 def _lattice_point(index: int, level: int, h: float) -> float:
@@ -43,7 +44,7 @@ def _lattice_point(index: int, level: int, h: float) -> float:
     return math.exp(index * (h / 2.0**level))
 
 
-def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
+def lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
     """Points ``exp(j h / 2**level)`` of the anchored lattice from the one at or below ``lo`` to the
     one at or above ``hi``."""
     step = h / 2.0**level
@@ -59,7 +60,7 @@ def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
     return pts
 
 
-def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
+def sigma_grid_points(lo: float, hi: float, ratio: float) -> np.ndarray:
     """Grid covering ``[lo, hi]``: ``lo``, ``hi`` and the points ``ratio**j`` in between (coarser,
     by powers of 2 in the exponent, beyond ``_GRID_MAX_POINTS`` points); strictly increasing.
 
@@ -72,7 +73,7 @@ def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
     h = math.log(ratio)
     while math.log(hi / lo) / h + 3 > _GRID_MAX_POINTS:
         h *= 2.0
-    pts = [x for x in _lattice(lo, hi, h) if lo < x < hi]
+    pts = [x for x in lattice(lo, hi, h) if lo < x < hi]
     return np.unique(np.array([lo, hi] + pts))
 
 
@@ -118,10 +119,10 @@ def _grid_pays(n_rows: int, lo: float, hi: float, ratio: float) -> bool:
     most half (from :data:`AUTO_GRID_MIN_ROWS` rows on), or is merely smaller (beyond
     :data:`AUTO_GRID_THRESHOLD`)."""
     if n_rows > AUTO_GRID_THRESHOLD:
-        return _sigma_grid(lo, hi, ratio).size < n_rows
+        return sigma_grid_points(lo, hi, ratio).size < n_rows
     if n_rows < AUTO_GRID_MIN_ROWS:
         return False
-    g0 = _sigma_grid(lo, hi, ratio).size
+    g0 = sigma_grid_points(lo, hi, ratio).size
     est = g0 + min(_GRID_MAX_POINTS, max(n_rows // 4, g0))
     return 2 * est <= n_rows
 
@@ -216,7 +217,7 @@ def _grid_group(
     """
     n_ord = orders.size
     is_int = orders == np.floor(orders)
-    g = _sigma_grid(float(sig.min()), float(sig.max()), ratio)
+    g = sigma_grid_points(float(sig.min()), float(sig.max()), ratio)
     known_g = np.zeros(0)
     known_v = np.zeros((0, n_ord))
     why: dict[int, str] = {}
@@ -252,7 +253,7 @@ def _grid_group(
         budget = min(_GRID_MAX_POINTS, max(sig.size // 4, g.size)) - g.size
         if pieces.sum() - pieces.size > budget:
             pieces = np.ceil(pieces * budget / max(pieces.sum(), 1.0))
-        pieces = np.minimum(pieces, np.floor(np.log(g[1:] / g[:-1]) / math.log(_GRID_MIN_RATIO)))
+        pieces = np.minimum(pieces, np.floor(np.log(g[1:] / g[:-1]) / math.log(GRID_MIN_RATIO)))
         split = np.nonzero(pieces >= 2)[0]
         if not split.size:
             break
@@ -261,7 +262,7 @@ def _grid_group(
         extra: list[float] = []
         for j in split.tolist():
             level = max(0, round(math.log2(pieces[j] * h / math.log(g[j + 1] / g[j]))))
-            extra.extend(x for x in _lattice(g[j], g[j + 1], h, level) if g[j] < x < g[j + 1])
+            extra.extend(x for x in lattice(g[j], g[j + 1], h, level) if g[j] < x < g[j + 1])
         if not extra:
             break
         g = np.unique(np.concatenate([g, np.array(extra)]))
@@ -300,7 +301,7 @@ def _alpha_chord(orders: np.ndarray, total: np.ndarray, gap: np.ndarray) -> None
             gap[col] = max(0.0, chord - lower)
 
 
-def _grid_total(
+def grid_total(
     q: np.ndarray,
     sig: np.ndarray,
     w: np.ndarray,

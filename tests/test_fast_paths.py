@@ -107,7 +107,7 @@ def test_grid_cache_changes_no_number() -> None:
 
 
 def test_anchored_grid_covers_and_is_anchored() -> None:
-    g = sigma_grid._sigma_grid(0.37, 41.0, 1.02)
+    g = sigma_grid.sigma_grid_points(0.37, 41.0, 1.02)
     assert g[0] == 0.37 and g[-1] == 41.0 and np.all(np.diff(g) > 0)
     inner = g[1:-1]
     j = np.log(inner) / math.log(1.02)
