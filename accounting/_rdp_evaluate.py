@@ -1,4 +1,4 @@
-"""Per-step RDP of Poisson-subsampled Gaussian steps at every order (:func:`_evaluate`): the
+"""Per-step RDP of Poisson-subsampled Gaussian steps at every order (:func:`evaluate_steps`): the
 dominant-term shortcut (:func:`_top_ok`) and the dispatch to the integer- and fractional-order
 routines.  Part of :mod:`accounting.rdp`; see that module's docstring for the numerics."""
 
@@ -83,7 +83,7 @@ def _top_value(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray | flo
         return x + y + 4.0 * ULP * (np.abs(x) + np.abs(y))
 
 
-def _evaluate(
+def evaluate_steps(
     q: np.ndarray, sig: np.ndarray, orders: np.ndarray, weights: np.ndarray | None
 ) -> tuple[np.ndarray, dict[int, str]]:
     """RDP of steps ``(q_t, sigma_t)`` at each order.

@@ -107,7 +107,7 @@ import numpy as np
 
 from accounting import sigma_grid as _grid
 from accounting import validate
-from accounting._rdp_evaluate import _evaluate
+from accounting._rdp_evaluate import evaluate_steps
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
 from accounting.rounding import up
@@ -229,7 +229,7 @@ def subsampled_gaussian_rdp_steps(
     q, sig = _as_step_arrays(sample_rate, noise_multiplier)
     pairs = np.stack([q, sig], axis=1)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    vals, _ = _evaluate(uniq[:, 0], uniq[:, 1], o, None)
+    vals, _ = evaluate_steps(uniq[:, 0], uniq[:, 1], o, None)
     return vals[inverse.reshape(-1)]
 
 
@@ -282,7 +282,7 @@ def exact_rdp_function(
 
     def evaluate(orders: np.ndarray) -> RdpCurve:
         o = orders_array(orders)
-        total, reasons = _evaluate(q, sig, o, weights)
+        total, reasons = evaluate_steps(q, sig, o, weights)
         dropped = tuple((float(o[c]), why) for c, why in reasons.items())
         return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped)
 
@@ -337,6 +337,6 @@ def subsampled_gaussian_rdp(
             uniq[:, 0], uniq[:, 1], weights, o, ratio, tol, evaluation == "grid"
         )
     else:
-        total, reasons = _evaluate(uniq[:, 0], uniq[:, 1], o, weights)
+        total, reasons = evaluate_steps(uniq[:, 0], uniq[:, 1], o, weights)
     dropped = tuple((float(o[c]), why) for c, why in reasons.items())
     return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped, bounded)

@@ -89,7 +89,7 @@ import operator
 import numpy as np
 
 from accounting import validate
-from accounting._rdp_evaluate import _evaluate
+from accounting._rdp_evaluate import evaluate_steps
 from accounting.cache import BoundedCache
 from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
@@ -145,7 +145,7 @@ def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[in
         need = sorted(set().union(*(wanted - (rows[i] or {}).keys() for i in miss_rows)))
         na = np.array(need, dtype=float)
         sig = g[miss_rows]
-        mat, why = _evaluate(np.full(sig.size, q), sig, na, None)
+        mat, why = evaluate_steps(np.full(sig.size, q), sig, na, None)
         for r_i, i in enumerate(miss_rows):
             row = CACHE.setdefault(keys[i], {})
             row.update(zip(need, mat[r_i].tolist(), strict=True))

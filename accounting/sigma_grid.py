@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from accounting._rdp_evaluate import _evaluate
+from accounting._rdp_evaluate import evaluate_steps
 from accounting.cache import BoundedCache
 from accounting.rounding import up
 
@@ -88,7 +88,7 @@ def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.n
     """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through
     :data:`GRID_CACHE`.
 
-    The values are those of :func:`_evaluate`; evaluated in a different batch of noise values they
+    The values are those of :func:`evaluate_steps`; evaluated in a different batch of noise values they
     can differ in the last bit (~1e-16 relative, either way), which calibration's 1e-12 margin
     below the target absorbs (:mod:`accounting.calibration`)."""
     qg = float(qg)
@@ -99,7 +99,7 @@ def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.n
     reasons = _GRID_REASONS.setdefault((qg, ob), {})
     miss = np.array([g for g in points if g not in rows], dtype=float)
     if miss.size:
-        mat, why = _evaluate(np.full(miss.size, qg), miss, orders, None)
+        mat, why = evaluate_steps(np.full(miss.size, qg), miss, orders, None)
         for g, row in zip(miss.tolist(), mat, strict=True):
             GRID_CACHE.put((qg, ob, g), row)
             rows[g] = row
@@ -339,7 +339,7 @@ def grid_total(
         for col, r in why.items():
             reasons.setdefault(col, r)
     if exact.any():
-        tot, why = _evaluate(q[exact], sig[exact], orders, w[exact])
+        tot, why = evaluate_steps(q[exact], sig[exact], orders, w[exact])
         total += tot
         n_adds += 1
         for col, r in why.items():

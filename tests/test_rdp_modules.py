@@ -26,7 +26,7 @@ HOME = {
     "EVALUATIONS": "accounting.sigma_grid",
     "GRID_RATIO": "accounting.sigma_grid",
     "GRID_TOL": "accounting.sigma_grid",
-    "_evaluate": "accounting._rdp_evaluate",
+    "evaluate_steps": "accounting._rdp_evaluate",
 }
 #: Globals the tests rebind (monkeypatch), with the one module whose code reads them.
 TUNABLE = {
