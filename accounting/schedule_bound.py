@@ -132,7 +132,7 @@ _REASONS = BoundedCache(4_000)
 
 
 def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-    """Exact per-step RDP (:func:`accounting._rdp_evaluate._evaluate`) at noise ``g`` (rows) and orders
+    """Exact per-step RDP (:func:`accounting._rdp_evaluate.evaluate_steps`) at noise ``g`` (rows) and orders
     ``o`` (columns) for rate q, NaN where not evaluable, through :data:`CACHE`; and
     ``{column: reason}`` for the orders that failed at some point.  The missing orders are
     evaluated in one batch at every point that misses any (a few extra values, one call)."""
