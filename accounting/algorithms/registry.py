@@ -11,11 +11,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
+from accounting.algo_names import ALGO_NAMES as ALGO_NAMES  # the one list of names, re-exported
 from accounting.algorithms.base import Algorithm
 from accounting.errors import InvalidParameter
-
-#: The ALGO names in the order the CLI lists them.
-ALGO_NAMES: tuple[str, ...] = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
 
 #: name -> (module, class) of its implementation.
 _WHERE: dict[str, tuple[str, str]] = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from accounting.algorithms.registry import ALGO_NAMES
+from accounting.algo_names import ALGO_NAMES
 from accounting.audit.result import AuditResult
 
 __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]

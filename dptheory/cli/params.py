@@ -79,7 +79,7 @@ change; --timeout SECONDS bounds the time, exit status 3):
 
 def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool = True) -> None:
     """Add --algo and every parameter option (and --mode/--accountant unless told not to)."""
-    from accounting.algorithms.registry import ALGO_NAMES
+    from accounting.algo_names import ALGO_NAMES
 
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + DEFAULTS_HELP + "\n" + ENVELOPE_HELP
