@@ -277,8 +277,8 @@ def _frac_rounding(alpha: np.ndarray) -> np.ndarray:
 
     Besides the summation (:data:`_FRAC_ROUNDING`), every term carries the rounding of
     ``log|C(alpha, i)|``, i.e. of ``gammaln(alpha + 1)`` ~ alpha log alpha: about one ulp of that,
-    which exceeds 1e-14 from alpha ~ 50 on (a review found q = 4.4e-7, sigma = 1e4, alpha = 5000.5
-    undercut by 44% in RDP with the constant allowance alone).  16 ulps of it are added.
+    which exceeds 1e-14 from alpha ~ 50 on (with the constant allowance alone, q = 4.4e-7,
+    sigma = 1e4, alpha = 5000.5 is undercut by 44% in RDP).  16 ulps of it are added.
     """
     a = np.asarray(alpha, dtype=float)
     # one gammaln per distinct order (the rows repeat a few orders over every step)

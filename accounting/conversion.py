@@ -34,7 +34,8 @@ from accounting.rdp import RdpCurve
 __all__ = ["METHODS", "EpsilonResult", "epsilon_per_order", "rdp_to_delta", "rdp_to_epsilon"]
 
 METHODS = ("improved", "classic")
-_MIN_IMPROVED_ORDER = 1.01
+#: Lowest order the improved conversion uses (its ``log((alpha-1)/alpha)`` term blows up at 1).
+MIN_IMPROVED_ORDER = 1.01
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class EpsilonResult:
     warnings: tuple[str, ...] = ()
 
 
-def _method(method: str) -> str:
+def check_method(method: str) -> str:
+    """``method`` if it is one of :data:`METHODS`, else InvalidParameter naming ``--conversion``."""
     if method not in METHODS:
         raise InvalidParameter("--conversion", f"must be one of {', '.join(METHODS)} (got {method!r})")
     return method
@@ -60,7 +62,7 @@ def epsilon_per_order(
 ) -> np.ndarray:
     """Epsilon bound at each order (inf where the order gives nothing)."""
     delta = validate.open_unit("--delta", delta)
-    _method(method)
+    check_method(method)
     a = np.asarray(orders, dtype=float)
     r = np.maximum(np.asarray(rdp, dtype=float), 0.0)
     eps = np.full(a.shape, np.inf)
@@ -70,7 +72,7 @@ def epsilon_per_order(
             use = fin & (a > 1)
             eps[use] = r[use] + math.log(1.0 / delta) / (a[use] - 1.0)
         else:
-            use = fin & (a > _MIN_IMPROVED_ORDER)
+            use = fin & (a > MIN_IMPROVED_ORDER)
             au = a[use]
             eps[use] = r[use] + np.log1p(-1.0 / au) - (math.log(delta) + np.log(au)) / (au - 1.0)
             # RDP bounds KL only at orders >= 1 (D_alpha is non-decreasing in alpha)
@@ -85,7 +87,7 @@ def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -
     If no order gives a finite epsilon the result is ``inf`` with a warning (never a guess).
     """
     delta = validate.open_unit("--delta", delta)
-    method = _method(method)
+    method = check_method(method)
     eps = epsilon_per_order(curve.orders, curve.rdp, delta, method)
     warnings: list[str] = []
     if curve.dropped:
@@ -101,7 +103,7 @@ def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -
     best = float(eps[idx])
     order = float(curve.orders[idx])
     finite_orders = curve.orders[np.isfinite(curve.rdp)]
-    usable = finite_orders[finite_orders > (_MIN_IMPROVED_ORDER if method == "improved" else 1.0)]
+    usable = finite_orders[finite_orders > (MIN_IMPROVED_ORDER if method == "improved" else 1.0)]
     on_edge = False
     if best > 0 and usable.size and (order <= usable.min() or order >= usable.max()):
         on_edge = True
@@ -135,7 +137,7 @@ def rdp_to_delta(curve: RdpCurve, epsilon: float, *, method: str = "improved") -
     ``classic``: ``delta = exp((a-1)(rdp - eps))``.
     """
     epsilon = validate.nonnegative("--eps", epsilon)
-    method = _method(method)
+    method = check_method(method)
     a = curve.orders
     r = np.maximum(curve.rdp, 0.0)
     fin = np.isfinite(r)
@@ -146,7 +148,7 @@ def rdp_to_delta(curve: RdpCurve, epsilon: float, *, method: str = "improved") -
             logd[use] = (a[use] - 1.0) * (r[use] - epsilon)
         else:
             logd[fin] = np.where(r[fin] > 0, 0.5 * np.log(-np.expm1(-r[fin])), -np.inf)
-            use = fin & (a > _MIN_IMPROVED_ORDER)
+            use = fin & (a > MIN_IMPROVED_ORDER)
             au = a[use]
             logd[use] = np.minimum(
                 logd[use], (au - 1.0) * (r[use] - epsilon + np.log1p(-1.0 / au)) - np.log(au)

@@ -26,6 +26,7 @@ import numpy as np
 
 from accounting import validate
 from accounting.errors import InvalidParameter
+from accounting.json_floats import json_float
 from accounting.rdp import RdpCurve, gaussian_rdp, subsampled_gaussian_rdp
 
 __all__ = [
@@ -196,6 +197,13 @@ class ScheduleEvent:
     def steps(self) -> int:
         return len(self.noise_multipliers)
 
+    @property
+    def step_arrays(self) -> tuple[float | np.ndarray, np.ndarray]:
+        """``(sample_rate, noise_multipliers)`` in the form the functions of :mod:`accounting.rdp`
+        take: the rate a float or an array with one entry per step, the noise multipliers a
+        read-only array (both validated once, at construction)."""
+        return self._q, self._z
+
     def __repr__(self) -> str:
         z = self._z
         q = self.sample_rate if isinstance(self.sample_rate, float) else f"<{len(self.sample_rate)} rates>"
@@ -330,11 +338,8 @@ def _inner_dp_event(event: Any) -> Any:
 
 
 def _float_to_json(x: float) -> float | str:
-    """JSON has no inf/nan; encode them as strings so ``json.dumps(allow_nan=False)`` works."""
-    x = float(x)
-    if np.isfinite(x):
-        return x
-    return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    """A float of a checkpoint as JSON (:func:`accounting.json_floats.json_float`)."""
+    return json_float(float(x))
 
 
 def _float_from_json(x: float | str) -> float:

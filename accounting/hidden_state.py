@@ -37,8 +37,8 @@ import math
 import numpy as np
 
 from accounting import validate
-from accounting._log_a_int import _up
 from accounting.errors import InvalidParameter, UnreachableTarget
+from accounting.rounding import up
 
 __all__ = [
     "residual_norm_bound",
@@ -128,7 +128,7 @@ def _per_step_rdp(
         split = np.min(sg_split[None, :, :] + shift, axis=1)
         joint = orders[None, :] * (1.0 + uu[:, None]) ** 2 / (2.0 * z2)
         # each entry is a few roundings of positive terms: 8 ulps keep it above the exact bound
-        out[~zero] = np.minimum(split, joint) * _up(8)
+        out[~zero] = np.minimum(split, joint) * up(8)
     return out
 
 
@@ -154,7 +154,7 @@ def _certified_from_tables(
     values, counts = np.unique(u_norm, return_counts=True)
     per = _per_step_rdp(values, noise_multiplier, orders, sg_split, sg_full)
     # the second factor is accounting.rdp's pad for adding one group into its total
-    return np.sum(per * counts[:, None], axis=0) * _up(values.size + 2) * _up(2)
+    return np.sum(per * counts[:, None], axis=0) * up(values.size + 2) * up(2)
 
 
 def dicesgd_certified_rdp(
@@ -433,8 +433,8 @@ def binomial_log_sf_upper(n: int, q: float, k: int) -> float:
     ``log pmf(j) = lgamma(n+1) - lgamma(j+1) - lgamma(n-j+1) + j log q + (n-j) log(1-q)``, summed by
     log-sum-exp over ``j = k+1..n``.  The lgamma terms are O(n log n) and cancel, so their rounding
     (about n log n ulps) is added as an absolute slack, together with a relative 1e-9; the larger of
-    that and scipy's ``binom.logsf`` (inflated the same way) is returned.  A review found the
-    former 1e-9 slack alone too small from n ~ 1e7 on (5e-8 low in log at n = 1e8).  Beyond
+    that and scipy's ``binom.logsf`` (inflated the same way) is returned.  The relative 1e-9 slack
+    alone is too small from n ~ 1e7 on (5e-8 low in log at n = 1e8).  Beyond
     2e6 terms only scipy's value is used (the explicit sum would need O(n) memory).
     """
     from scipy.special import gammaln, logsumexp

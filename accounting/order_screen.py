@@ -70,11 +70,12 @@ curve.
 Warnings differ from the whole curve's in one way only: an order that is never evaluated is
 never reported as dropped.  By 5 it is proven non-optimal, so the whole curve's warning
 ("could not be evaluated; epsilon may improve") would not apply: evaluating it could not lower
-epsilon.  (Review example: ``SelfComposedEvent(SubsampledGaussianEvent(1e-3, 10.0), 100000)``
-on dp-accounting's grid plus ``3000.5, 4096``, where the fractional series used to fail at
-3000.5; since :func:`accounting._log_a_frac._frac_with_chord` falls back to the integer chord
-there, the whole curve no longer drops it either, and no remaining case is known: drops from
-overflow are monotone in alpha and show at the largest order, which is always evaluated.)  An
+epsilon.  (A case where the fractional series alone fails:
+``SelfComposedEvent(SubsampledGaussianEvent(1e-3, 10.0), 100000)`` on dp-accounting's grid plus
+``3000.5, 4096``, at 3000.5; :func:`accounting._log_a_frac._frac_with_chord` falls back to the
+integer chord there, so the whole curve does not drop it either, and no case is known where the
+two differ: drops from overflow are monotone in alpha and show at the largest order, which is
+always evaluated.)  An
 evaluated order that is dropped makes the whole curve be converted, warning included; so do
 grids with fractional orders within an ulp or so of an integer (``6.000000000000001`` from
 arithmetic steps).  The edge-of-grid warning is the same as the whole curve's in every case.
@@ -89,9 +90,9 @@ from typing import Any
 import numpy as np
 
 from accounting.conversion import (
-    _MIN_IMPROVED_ORDER,
+    MIN_IMPROVED_ORDER,
     EpsilonResult,
-    _method,
+    check_method,
     epsilon_per_order,
     rdp_to_epsilon,
 )
@@ -216,7 +217,7 @@ def event_floor(event: Any) -> float:
     if isinstance(event, GaussianEvent):
         return kl_floor(1.0, event.effective_noise_multiplier)
     if isinstance(event, ScheduleEvent):
-        return kl_floor(event._q, event._z)
+        return kl_floor(*event.step_arrays)
     if isinstance(event, SelfComposedEvent):
         return event.count * event_floor(event.event)
     if isinstance(event, ComposedEvent):
@@ -240,7 +241,7 @@ def screened_epsilon(
     order (e.g. :func:`kl_floor`; 0 is always valid).  See the module docstring for the
     derivation and the cases that fall back to the whole curve.
     """
-    method = _method(method)
+    method = check_method(method)
     o = np.asarray(orders, dtype=float).reshape(-1)
 
     def full() -> EpsilonResult:
@@ -263,7 +264,7 @@ def screened_epsilon(
     done = np.zeros(n, dtype=bool)
     rdp = np.full(n, np.inf)
     todo = _first_subset(o)
-    usable = np.flatnonzero(o > (_MIN_IMPROVED_ORDER if method == "improved" else 1.0))
+    usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
         curve = evaluate(o[todo])
@@ -351,7 +352,7 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
         evaluate = event.rdp
         # steps validated and grouped once, not once per round (the same values as .rdp)
         if isinstance(event, ScheduleEvent):
-            evaluate = exact_rdp_function(event._q, event._z) or event.rdp
+            evaluate = exact_rdp_function(*event.step_arrays) or event.rdp
         elif isinstance(event, SubsampledGaussianEvent):
             evaluate = exact_rdp_function(event.sample_rate, event.noise_multiplier) or event.rdp
         return screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))

@@ -99,6 +99,7 @@ relative above the exact evaluation.  :func:`subsampled_gaussian_rdp_steps` is a
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 from collections.abc import Callable, Iterator
 
@@ -106,21 +107,13 @@ import numpy as np
 
 from accounting import sigma_grid as _grid
 from accounting import validate
-from accounting._log_a_frac import _frac_rounding as _frac_rounding
-from accounting._log_a_frac import _frac_tables as _frac_tables
-from accounting._log_a_frac import _frac_tables_stacked as _frac_tables_stacked
-from accounting._log_a_int import _int_dense_tables as _int_dense_tables
-from accounting._log_a_int import _int_tables as _int_tables
-from accounting._log_a_int import _up
-from accounting._rdp_evaluate import _evaluate
+from accounting._rdp_evaluate import evaluate_steps
 from accounting.errors import InvalidParameter
 from accounting.rdp_curve import RdpCurve
-from accounting.sigma_grid import _GRID_CACHE as _GRID_CACHE
-from accounting.sigma_grid import _GRID_MIN_RATIO, EVALUATIONS, GRID_RATIO, GRID_TOL, _grid_total
+from accounting.rounding import up
 from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
-from accounting.sigma_grid import _lattice as _lattice
-from accounting.sigma_grid import _sigma_grid as _sigma_grid
+from accounting.sigma_grid import EVALUATIONS, GRID_MIN_RATIO, GRID_RATIO, GRID_TOL, grid_total
 
 # The implementation lives in: rdp_curve (RdpCurve), _log_a_int / _log_a_frac (integer- and
 # fractional-order log A), _rdp_evaluate (per-step evaluation) and sigma_grid (long schedules).
@@ -137,6 +130,8 @@ __all__ = [
     "GRID_RATIO",
     "GRID_TOL",
     "RdpCurve",
+    "coarse_bounds",
+    "coarse_settings",
     "exact_rdp_function",
     "gaussian_rdp",
     "subsampled_gaussian_rdp",
@@ -144,7 +139,8 @@ __all__ = [
 ]
 
 
-def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
+def orders_array(orders: np.ndarray | list[float] | float) -> np.ndarray:
+    """``orders`` as a 1-D float array, each finite and > 1 (else InvalidParameter, ``--orders``)."""
     o = np.atleast_1d(np.asarray(orders, dtype=float))
     if o.ndim != 1 or o.size == 0:
         raise InvalidParameter("--orders", "must be a non-empty 1-D list of orders")
@@ -153,17 +149,17 @@ def _check_orders(orders: np.ndarray | list[float] | float) -> np.ndarray:
     return o
 
 
-_UP4 = _up(4)
+_UP4 = up(4)
 
 
 def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np.ndarray:
     """RDP ``alpha / (2 sigma^2)`` of the Gaussian mechanism (sensitivity 1, noise std sigma).
 
     Scalar ``noise_multiplier`` gives shape ``(n_orders,)``; an array of shape ``(T,)`` gives
-    ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (review:
-    half of random cases came out up to 1.9e-16 relative below the exact value without it).
+    ``(T, n_orders)``.  Scaled up by 4 ulps: the square, product and division each round (without
+    the pad, half of random cases come out up to 1.9e-16 relative below the exact value).
     """
-    o = _check_orders(orders)
+    o = orders_array(orders)
     sig = np.asarray(noise_multiplier, dtype=float)
     validate.positive_array("--noise-multiplier", sig)
     with np.errstate(over="ignore"):
@@ -189,10 +185,18 @@ def _as_step_arrays(sample_rate, noise_multiplier) -> tuple[np.ndarray, np.ndarr
     return q, sig
 
 
-#: Coarse mode (:func:`coarse_bounds`): settings while active, else None.
-_COARSE: dict | None = None
+#: Coarse mode (:func:`coarse_bounds`): its settings inside the block, else None.  A context
+#: variable, not a module global: each thread (and asyncio task) sees only its own blocks, so a
+#: calibration bracketing itself in one thread never coarsens another thread's numbers.
+_COARSE: contextvars.ContextVar[dict | None] = contextvars.ContextVar("accounting_rdp_coarse", default=None)
 #: Schedules with fewer distinct steps are evaluated as usual even in coarse mode.
 _COARSE_MIN_ROWS = 64
+
+
+def coarse_settings() -> dict | None:
+    """The settings dict of the innermost :func:`coarse_bounds` block active in the calling thread
+    or task (``"ratio"``, and ``"used"``, which a coarsening evaluation sets), or None."""
+    return _COARSE.get()
 
 
 @contextlib.contextmanager
@@ -202,14 +206,15 @@ def coarse_bounds(ratio: float = 1.25) -> Iterator[dict]:
     refinement), unless ``evaluation="exact"`` is asked for.  The values are sound upper bounds
     (the grid bound holds for any grid), only looser; they are meant for bracketing a
     calibration cheaply.  Yields a dict whose ``"used"`` entry says whether any call was
-    coarsened (if not, the block computed exactly what it would have outside)."""
-    global _COARSE
-    saved, state = _COARSE, {"ratio": float(ratio), "used": False}
-    _COARSE = state
+    coarsened (if not, the block computed exactly what it would have outside).
+
+    The mode is scoped to the calling thread or asyncio task (a context variable): other threads
+    keep exact evaluations while the block runs."""
+    token = _COARSE.set({"ratio": float(ratio), "used": False})
     try:
-        yield state
+        yield _COARSE.get()
     finally:
-        _COARSE = saved
+        _COARSE.reset(token)
 
 
 def subsampled_gaussian_rdp_steps(
@@ -220,11 +225,11 @@ def subsampled_gaussian_rdp_steps(
     ``sample_rate`` and ``noise_multiplier`` are scalars or arrays of shape ``(T,)``.
     Identical steps are evaluated once.
     """
-    o = _check_orders(orders)
+    o = orders_array(orders)
     q, sig = _as_step_arrays(sample_rate, noise_multiplier)
     pairs = np.stack([q, sig], axis=1)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    vals, _ = _evaluate(uniq[:, 0], uniq[:, 1], o, None)
+    vals, _ = evaluate_steps(uniq[:, 0], uniq[:, 1], o, None)
     return vals[inverse.reshape(-1)]
 
 
@@ -269,15 +274,15 @@ def exact_rdp_function(
     exactly (sigma grid, coarse mode): use :func:`subsampled_gaussian_rdp` there."""
     uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     n = uniq.shape[0]
-    if (_COARSE is not None and n >= _COARSE_MIN_ROWS) or n >= min(
+    if (_COARSE.get() is not None and n >= _COARSE_MIN_ROWS) or n >= min(
         _grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1
     ):
         return None
     q, sig = np.ascontiguousarray(uniq[:, 0]), np.ascontiguousarray(uniq[:, 1])
 
     def evaluate(orders: np.ndarray) -> RdpCurve:
-        o = _check_orders(orders)
-        total, reasons = _evaluate(q, sig, o, weights)
+        o = orders_array(orders)
+        total, reasons = evaluate_steps(q, sig, o, weights)
         dropped = tuple((float(o[c]), why) for c, why in reasons.items())
         return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped)
 
@@ -316,21 +321,22 @@ def subsampled_gaussian_rdp(
     tol = float(grid_tol)
     if not tol > 0:  # inf allowed: no refinement
         raise InvalidParameter("grid_tol", f"must be > 0 (got {grid_tol!r})")
-    if not ratio >= _GRID_MIN_RATIO:
-        raise InvalidParameter("grid_ratio", f"must be >= {_GRID_MIN_RATIO!r} (got {grid_ratio!r})")
-    o = _check_orders(orders)
+    if not ratio >= GRID_MIN_RATIO:
+        raise InvalidParameter("grid_ratio", f"must be >= {GRID_MIN_RATIO!r} (got {grid_ratio!r})")
+    o = orders_array(orders)
     uniq, weights = _distinct_steps(sample_rate, noise_multiplier, steps, counts)
     bounded: tuple[tuple[float, float], ...] = ()
-    if _COARSE is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
-        _COARSE["used"] = True
-        evaluation, ratio, tol = "grid", max(ratio, _COARSE["ratio"]), math.inf
+    coarse = _COARSE.get()
+    if coarse is not None and evaluation != "exact" and uniq.shape[0] >= _COARSE_MIN_ROWS:
+        coarse["used"] = True
+        evaluation, ratio, tol = "grid", max(ratio, coarse["ratio"]), math.inf
     if evaluation == "grid" or (
         evaluation == "auto" and uniq.shape[0] >= min(_grid.AUTO_GRID_MIN_ROWS, _grid.AUTO_GRID_THRESHOLD + 1)
     ):
-        total, reasons, bounded = _grid_total(
+        total, reasons, bounded = grid_total(
             uniq[:, 0], uniq[:, 1], weights, o, ratio, tol, evaluation == "grid"
         )
     else:
-        total, reasons = _evaluate(uniq[:, 0], uniq[:, 1], o, weights)
+        total, reasons = evaluate_steps(uniq[:, 0], uniq[:, 1], o, weights)
     dropped = tuple((float(o[c]), why) for c, why in reasons.items())
     return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped, bounded)

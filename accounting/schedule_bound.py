@@ -48,8 +48,8 @@ the Poisson-subsampled Gaussian at order alpha, ``s = 1/(2 sigma^2)``):
    trapezoid lies below it, ``(sqrt(k) + sqrt(k+1))/2 <= integral over [k, k+1]``, and summing,
    ``sum_{k=a}^{b} sqrt(k) <= (2/3) (b^(3/2) - a^(3/2)) + (sqrt(a) + sqrt(b)) / 2``.  (The
    midpoint rule goes the other way for a concave function, ``sqrt(k) >= integral over
-   [k - 1/2, k + 1/2]``: it gives the *lower* sum used for the bracket only.  A first version used
-   it as the upper sum; the hostile review found the bound 1.6e-7 below the truth at T = 4097.)
+   [k - 1/2, k + 1/2]``: it gives the *lower* sum used for the bracket only.  Used as the upper
+   sum, it would put the bound 1.6e-7 below the truth at T = 4097.)
    Cells of at most :data:`_DIRECT_MAX` steps are summed term
    by term instead.  Each sum gets a rounding allowance of ``64 eps (n + b + 1)`` times the
    largest term (it is >= the float error of the formulas), and ``sum tau`` is capped at n.
@@ -88,11 +88,13 @@ import operator
 
 import numpy as np
 
-from accounting import rdp as rdp_module
 from accounting import validate
+from accounting._rdp_evaluate import evaluate_steps
+from accounting.cache import BoundedCache
 from accounting.conversion import epsilon_per_order
 from accounting.errors import InvalidParameter
-from accounting.rdp import RdpCurve, _check_orders, _evaluate, _lattice, _sigma_grid
+from accounting.rdp import RdpCurve, coarse_settings, orders_array
+from accounting.sigma_grid import lattice, sigma_grid_points
 
 __all__ = ["SMOOTH_BUDGET", "SMOOTH_RATIO", "SMOOTH_SCHEDULES", "smooth_schedule_rdp"]
 
@@ -120,33 +122,32 @@ _SELECT_RATIO = 1.1
 _EPS = np.finfo(float).eps
 
 
-# Exact per-step values by (q, sigma): {order: value}, and {order: reason} where not evaluable.
-# Order-wise, so that calls evaluating different subsets of orders (the selection of
-# smooth_schedule_rdp moves with sigma during a calibration) still share every value.
-_CACHE: dict[tuple[float, float], dict[float, float]] = {}
-_REASONS: dict[tuple[float, float], str] = {}
-_CACHE_ROWS = 4_000  # (q, sigma) rows of ~170 floats: a few MB; a calibration uses a few hundred
+#: Exact per-step values keyed by ``(q, sigma)``, each ``{order: value}``: order-wise, so that calls
+#: evaluating different subsets of orders (the selection of smooth_schedule_rdp moves with sigma
+#: during a calibration) still share every value.  Rows of ~170 floats: a few MB; a calibration
+#: uses a few hundred.  :mod:`accounting.cache` says what a cached row can and cannot change.
+CACHE = BoundedCache(4_000)
+#: ``(q, order) -> reason`` for orders found not evaluable.
+_REASONS = BoundedCache(4_000)
 
 
 def _values(q: float, g: np.ndarray, o: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-    """Exact per-step RDP (:func:`accounting.rdp._evaluate`) at noise ``g`` (rows) and orders
-    ``o`` (columns) for rate q, NaN where not evaluable, through an order-wise cache; and
+    """Exact per-step RDP (:func:`accounting._rdp_evaluate.evaluate_steps`) at noise ``g`` (rows) and orders
+    ``o`` (columns) for rate q, NaN where not evaluable, through :data:`CACHE`; and
     ``{column: reason}`` for the orders that failed at some point.  The missing orders are
     evaluated in one batch at every point that misses any (a few extra values, one call)."""
     keys = [(q, x) for x in g.tolist()]
     orders = o.tolist()
     wanted = set(orders)
-    rows = [_CACHE.get(k) for k in keys]
+    rows = CACHE.get_many(keys)
     miss_rows = [i for i, r in enumerate(rows) if r is None or not r.keys() >= wanted]
     if miss_rows:
         need = sorted(set().union(*(wanted - (rows[i] or {}).keys() for i in miss_rows)))
         na = np.array(need, dtype=float)
         sig = g[miss_rows]
-        mat, why = _evaluate(np.full(sig.size, q), sig, na, None)
-        if len(_CACHE) + sig.size > _CACHE_ROWS:
-            _CACHE.clear()
+        mat, why = evaluate_steps(np.full(sig.size, q), sig, na, None)
         for r_i, i in enumerate(miss_rows):
-            row = _CACHE.setdefault(keys[i], {})
+            row = CACHE.setdefault(keys[i], {})
             row.update(zip(need, mat[r_i].tolist(), strict=True))
             rows[i] = row
         for col, reason in why.items():
@@ -350,7 +351,7 @@ def smooth_schedule_rdp(
     ratio = float(ratio)
     if not (math.isfinite(ratio) and ratio > 1.0):
         raise InvalidParameter("ratio", f"must be a finite number > 1 (got {ratio!r})")
-    o = _check_orders(orders)
+    o = orders_array(orders)
     ends = _sigma_of(name, sigma, np.array([1.0, float(t)]), t, r)
     hi, lo = float(ends[0]), float(ends[1])
     if t == 1 or not hi > lo:  # one step, or no decay representable in floats
@@ -358,7 +359,7 @@ def smooth_schedule_rdp(
         return _curve(o, vals[0] * t, np.zeros(o.size), why)
     sched = (name, sigma, t, r)
     is_int = o == np.floor(o)
-    coarse = rdp_module._COARSE
+    coarse = coarse_settings()
     if coarse is not None and is_int.any():
         # inside accounting.rdp.coarse_bounds (bracketing a calibration): integer orders on the
         # coarse lattice, fractional ones by the alpha-chord -- sound, looser, ~10x cheaper
@@ -431,7 +432,7 @@ def _lattice_bound(
     """``(total, gap, reasons)`` on the lattice of ``ratio`` over ``[lo, hi]``, refined
     ``_PASSES - 1`` times by at most ``budget`` points where the brackets of the ``focus``
     orders are widest."""
-    g = _sigma_grid(lo, hi, ratio)
+    g = sigma_grid_points(lo, hi, ratio)
     every = np.ones(o.size, dtype=bool)  # the reported gaps use the sharp lower bounds throughout
     for it in range(_PASSES):
         last = it == _PASSES - 1 or budget <= 0 or not focus.any()
@@ -517,7 +518,7 @@ def _refine(
     for j in np.nonzero(pieces >= 1)[0].tolist():
         width = math.log(g[j + 1] / g[j])
         level = max(0, math.ceil(math.log2((pieces[j] + 1) * h / width))) if width > 0 else 0
-        extra.extend(x for x in _lattice(g[j], g[j + 1], h, min(level, 30)) if g[j] < x < g[j + 1])
+        extra.extend(x for x in lattice(g[j], g[j + 1], h, min(level, 30)) if g[j] < x < g[j + 1])
     if not extra:
         return None
     return np.unique(np.concatenate([g, np.array(extra)]))
@@ -544,5 +545,5 @@ def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinc
     ends = _sigma_of(name, float(base), np.array([1.0, float(steps)]), int(steps), float(rho))
     if not ends[0] > ends[1]:
         return False
-    est = _sigma_grid(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
+    est = sigma_grid_points(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
     return 2 * est <= n

@@ -10,15 +10,16 @@ import math
 
 import numpy as np
 
-from accounting._log_a_int import _up
-from accounting._rdp_evaluate import _evaluate
+from accounting._rdp_evaluate import evaluate_steps
+from accounting.cache import BoundedCache
+from accounting.rounding import up
 
 __all__ = ["AUTO_GRID_MIN_ROWS", "AUTO_GRID_THRESHOLD", "EVALUATIONS", "GRID_RATIO", "GRID_TOL"]
 
 #: Values of the ``evaluation`` keyword of :func:`subsampled_gaussian_rdp`.
 EVALUATIONS = ("auto", "exact", "grid")
 #: ``evaluation="auto"`` bounds a sample rate's steps from the sigma grid beyond this many
-#: distinct steps whenever the grid is smaller than the steps (as before the cost rule below).
+#: distinct steps whenever the grid is smaller than the steps, whatever the cost rule below says.
 AUTO_GRID_THRESHOLD = 20_000
 #: ... and from this many distinct steps on, whenever the grid is estimated to cost at most
 #: half the exact evaluation (:func:`_grid_pays`).  Below it every step is exact, so short
@@ -30,7 +31,8 @@ GRID_RATIO = 1.02
 GRID_TOL = 1e-2
 _GRID_MAX_POINTS = 20_000
 _GRID_PASSES = 2
-_GRID_MIN_RATIO = 1.0 + 1e-6
+#: Smallest ``grid_ratio`` accepted (a geometric grid needs ratio > 1; its log is the lattice spacing).
+GRID_MIN_RATIO = 1.0 + 1e-6
 
 
 def _lattice_point(index: int, level: int, h: float) -> float:
@@ -42,7 +44,7 @@ def _lattice_point(index: int, level: int, h: float) -> float:
     return math.exp(index * (h / 2.0**level))
 
 
-def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
+def lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
     """Points ``exp(j h / 2**level)`` of the anchored lattice from the one at or below ``lo`` to the
     one at or above ``hi``."""
     step = h / 2.0**level
@@ -58,7 +60,7 @@ def _lattice(lo: float, hi: float, h: float, level: int = 0) -> list[float]:
     return pts
 
 
-def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
+def sigma_grid_points(lo: float, hi: float, ratio: float) -> np.ndarray:
     """Grid covering ``[lo, hi]``: ``lo``, ``hi`` and the points ``ratio**j`` in between (coarser,
     by powers of 2 in the exponent, beyond ``_GRID_MAX_POINTS`` points); strictly increasing.
 
@@ -71,34 +73,39 @@ def _sigma_grid(lo: float, hi: float, ratio: float) -> np.ndarray:
     h = math.log(ratio)
     while math.log(hi / lo) / h + 3 > _GRID_MAX_POINTS:
         h *= 2.0
-    pts = [x for x in _lattice(lo, hi, h) if lo < x < hi]
+    pts = [x for x in lattice(lo, hi, h) if lo < x < hi]
     return np.unique(np.array([lo, hi] + pts))
 
 
-# Exact grid values by (q, orders): {sigma: row}; the grid's anchored points recur across calls.
-_GRID_CACHE: dict[tuple[float, bytes], tuple[dict[float, np.ndarray], dict[int, str]]] = {}
-_GRID_CACHE_ROWS = 20_000
+#: Exact grid rows, keyed by ``(q, orders.tobytes(), sigma)``; the grid's anchored points recur
+#: across calls (:mod:`accounting.cache` says what a cached row can and cannot change).
+GRID_CACHE = BoundedCache(20_000)
+#: ``{column: reason}`` for the orders not evaluable at some grid row, keyed by ``(q, orders.tobytes())``.
+_GRID_REASONS = BoundedCache(256)
 
 
 def _grid_values(qg: float, new_g: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, dict[int, str]]:
-    """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through a cache.
+    """Exact per-step RDP at the grid points ``new_g`` (rows) for rate ``qg``, through
+    :data:`GRID_CACHE`.
 
-    The values are those of :func:`_evaluate`; evaluated in a different batch of noise values they
+    The values are those of :func:`evaluate_steps`; evaluated in a different batch of noise values they
     can differ in the last bit (~1e-16 relative, either way), which calibration's 1e-12 margin
-    below the target absorbs (:mod:`accounting.calibration`).
-    The cache keeps at most ``_GRID_CACHE_ROWS`` rows in all (cleared when full)."""
-    key = (float(qg), orders.tobytes())
-    rows, reasons = _GRID_CACHE.get(key, ({}, {}))
-    miss = np.array([g for g in new_g.tolist() if g not in rows], dtype=float)
+    below the target absorbs (:mod:`accounting.calibration`)."""
+    qg = float(qg)
+    ob = orders.tobytes()
+    points = new_g.tolist()
+    cached = GRID_CACHE.get_many([(qg, ob, g) for g in points])
+    rows = {g: r for g, r in zip(points, cached, strict=True) if r is not None}
+    reasons = _GRID_REASONS.setdefault((qg, ob), {})
+    miss = np.array([g for g in points if g not in rows], dtype=float)
     if miss.size:
-        mat, why = _evaluate(np.full(miss.size, qg), miss, orders, None)
-        if sum(len(r) for r, _ in _GRID_CACHE.values()) + miss.size > _GRID_CACHE_ROWS:
-            _GRID_CACHE.clear()
-        rows, reasons = _GRID_CACHE.setdefault(key, (rows, reasons))
-        rows.update(zip(miss.tolist(), mat, strict=True))
+        mat, why = evaluate_steps(np.full(miss.size, qg), miss, orders, None)
+        for g, row in zip(miss.tolist(), mat, strict=True):
+            GRID_CACHE.put((qg, ob, g), row)
+            rows[g] = row
         for col, r in why.items():
             reasons.setdefault(col, r)
-    out = np.array([rows[g] for g in new_g.tolist()]).reshape(new_g.size, orders.size)
+    out = np.array([rows[g] for g in points]).reshape(new_g.size, orders.size)
     return out, dict(reasons)
 
 
@@ -112,10 +119,10 @@ def _grid_pays(n_rows: int, lo: float, hi: float, ratio: float) -> bool:
     most half (from :data:`AUTO_GRID_MIN_ROWS` rows on), or is merely smaller (beyond
     :data:`AUTO_GRID_THRESHOLD`)."""
     if n_rows > AUTO_GRID_THRESHOLD:
-        return _sigma_grid(lo, hi, ratio).size < n_rows
+        return sigma_grid_points(lo, hi, ratio).size < n_rows
     if n_rows < AUTO_GRID_MIN_ROWS:
         return False
-    g0 = _sigma_grid(lo, hi, ratio).size
+    g0 = sigma_grid_points(lo, hi, ratio).size
     est = g0 + min(_GRID_MAX_POINTS, max(n_rows // 4, g0))
     return 2 * est <= n_rows
 
@@ -210,7 +217,7 @@ def _grid_group(
     """
     n_ord = orders.size
     is_int = orders == np.floor(orders)
-    g = _sigma_grid(float(sig.min()), float(sig.max()), ratio)
+    g = sigma_grid_points(float(sig.min()), float(sig.max()), ratio)
     known_g = np.zeros(0)
     known_v = np.zeros((0, n_ord))
     why: dict[int, str] = {}
@@ -246,7 +253,7 @@ def _grid_group(
         budget = min(_GRID_MAX_POINTS, max(sig.size // 4, g.size)) - g.size
         if pieces.sum() - pieces.size > budget:
             pieces = np.ceil(pieces * budget / max(pieces.sum(), 1.0))
-        pieces = np.minimum(pieces, np.floor(np.log(g[1:] / g[:-1]) / math.log(_GRID_MIN_RATIO)))
+        pieces = np.minimum(pieces, np.floor(np.log(g[1:] / g[:-1]) / math.log(GRID_MIN_RATIO)))
         split = np.nonzero(pieces >= 2)[0]
         if not split.size:
             break
@@ -255,7 +262,7 @@ def _grid_group(
         extra: list[float] = []
         for j in split.tolist():
             level = max(0, round(math.log2(pieces[j] * h / math.log(g[j + 1] / g[j]))))
-            extra.extend(x for x in _lattice(g[j], g[j + 1], h, level) if g[j] < x < g[j + 1])
+            extra.extend(x for x in lattice(g[j], g[j + 1], h, level) if g[j] < x < g[j + 1])
         if not extra:
             break
         g = np.unique(np.concatenate([g, np.array(extra)]))
@@ -294,7 +301,7 @@ def _alpha_chord(orders: np.ndarray, total: np.ndarray, gap: np.ndarray) -> None
             gap[col] = max(0.0, chord - lower)
 
 
-def _grid_total(
+def grid_total(
     q: np.ndarray,
     sig: np.ndarray,
     w: np.ndarray,
@@ -332,13 +339,13 @@ def _grid_total(
         for col, r in why.items():
             reasons.setdefault(col, r)
     if exact.any():
-        tot, why = _evaluate(q[exact], sig[exact], orders, w[exact])
+        tot, why = evaluate_steps(q[exact], sig[exact], orders, w[exact])
         total += tot
         n_adds += 1
         for col, r in why.items():
             reasons.setdefault(col, r)
     with np.errstate(over="ignore", invalid="ignore"):
-        total *= _up(n_adds + 1)
+        total *= up(n_adds + 1)
     if not used:
         return total, reasons, ()
     _alpha_chord(orders, total, gap)

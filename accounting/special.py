@@ -27,22 +27,18 @@ with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._l
   cancellation: ``Phi <= 0.16``); below -20, where ``erfc`` approaches underflow, the Mills-ratio series
   ``Phi(x) = phi(x)/|x| sum_n (-1)^n (2n-1)!!/x^(2n)`` cut after n = 20, whose remainder is below
   the first omitted term, ``41!!/20^42 < 1e-29`` relative.  ``math.erfc`` is per element (~0.2 us),
-  and importing ``scipy.special`` costs ~0.4 s of CPU, so the choice is ski rental: the loop
-  serves the first :data:`_NDTR_LOOP_BUDGET` elements of the process (~0.2 s at most, which
-  covers the smooth-bound path of one long schedule), later calls go to scipy's vectorised
-  ``log_ndtr``, imported then; so does every call once ``scipy.special`` is loaded anyway.
-  The two agree to ~1e-14 relative (both within a few ulp of the true value,
-  ``tests/test_special.py``), far inside the RDP code's rounding allowances.  So which path a
-  call takes depends on the process's history, and the same epsilon can differ in its last
-  bits between processes (or before and after the switch); both are upper bounds, every
-  comparison in the code allows 1e-12 relative or more, and the test suite loads
-  ``scipy.special`` up front so bit-for-bit test comparisons see one path.
+  and importing ``scipy.special`` costs ~0.4 s of CPU, so the path is chosen by the size of
+  the argument alone: arrays of at most :data:`NDTR_LOOP_MAX` elements (every call a static
+  calibration makes, ~67 000 at most) take the loop, larger ones scipy's vectorised
+  ``log_ndtr``, imported then.  The two agree to ~1e-14 relative (both within a few ulp of the
+  true value, ``tests/test_special.py``), far inside the RDP code's rounding allowances; since the
+  choice depends on the input only, the same call returns the same bits in every process,
+  whatever ran before it.  No state is kept: thread-safe.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
@@ -134,14 +130,9 @@ def gammasgn(x: np.ndarray | float) -> np.ndarray:
     return sgn
 
 
-#: Elements per process evaluated by the per-element loop before switching to scipy's
-#: ``log_ndtr`` (loop ~0.2 us an element; the import ~0.4 s).  A race between threads on the
-#: counter only moves the switch, never the value beyond the ~1e-14 the two paths differ by.
-_NDTR_LOOP_BUDGET = 1 << 20
-_ndtr_loop_used = 0
-#: Use scipy's ``log_ndtr`` whenever ``scipy.special`` is already imported (it is then free, and
-#: ~5x faster on mid-sized arrays).  Tests set this to False to exercise the loop.
-_USE_LOADED_SCIPY = True
+#: Largest argument (in elements) served by the per-element ``math.erfc`` loop (~0.2 us an
+#: element, so at most ~30 ms); larger arrays go to scipy, whose import (~0.4 s) they amortise.
+NDTR_LOOP_MAX = 1 << 17
 _SQRT1_2 = math.sqrt(0.5)
 _NDTR_SERIES_BELOW = -20.0
 #: (-1)^n (2n-1)!! for n = 0..20, the Mills-ratio series' numerators.
@@ -154,14 +145,19 @@ def _erfc(t: np.ndarray) -> np.ndarray:
 
 
 def log_ndtr(x: np.ndarray | float) -> np.ndarray:
-    """``log Phi(x)``, Phi the standard normal CDF, elementwise (``-inf`` at ``-inf``)."""
-    global _ndtr_loop_used
+    """``log Phi(x)``, Phi the standard normal CDF, elementwise (``-inf`` at ``-inf``).
+
+    Args:
+        x: any array-like of floats.
+
+    Returns:
+        A float array of ``x``'s shape; the path (loop or scipy) depends on ``x.size`` only.
+    """
     x = np.asarray(x, dtype=float)
-    if _ndtr_loop_used + x.size > _NDTR_LOOP_BUDGET or (_USE_LOADED_SCIPY and "scipy.special" in sys.modules):
-        from scipy import special  # loop budget spent, or already paid for: see the module docstring
+    if x.size > NDTR_LOOP_MAX:
+        from scipy import special  # vectorised; its import is amortised (module docstring)
 
         return np.asarray(special.log_ndtr(x), dtype=float)
-    _ndtr_loop_used += x.size
     out = np.empty(x.shape)
     series = x < _NDTR_SERIES_BELOW
     upper = x >= -1.0

@@ -42,11 +42,11 @@ def _log(msg: str) -> None:
 
 
 def _clear_caches() -> None:
-    import accounting.rdp as rdp_mod
     import accounting.schedule_bound as smooth_mod
+    import accounting.sigma_grid as grid_mod
 
-    rdp_mod._GRID_CACHE.clear()
-    smooth_mod._CACHE.clear()
+    grid_mod.GRID_CACHE.clear()
+    smooth_mod.CACHE.clear()
 
 
 def cpu_best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accounting import validate
 from accounting.algorithms.base import PrivacyParams, PrivacyReport
 from accounting.errors import InvalidParameter, UnreachableTarget
+
+if TYPE_CHECKING:
+    from accounting.audit.result import AuditResult
 
 __all__ = ["calibrate", "epsilon", "compare", "build_params", "CALIBRATION_RTOL"]
 
@@ -258,8 +261,7 @@ def epsilon(
     ``batch_size`` + ``dataset_size``; ``steps`` or ``epochs``; ``rounds`` for clip21sgd2m);
     ``defaults="paper"`` fills what is missing from the paper's main experiment, as the CLI does.
 
-    ``mode=None`` is the algorithm's default (certified; for DiceSGD without a certified
-    accountant, "claimed (not certified)" with a warning). With ``schedule_file`` the per-step
+    ``mode=None`` is the algorithm's default (certified). With ``schedule_file`` the per-step
     values are multiplied by ``noise_multiplier``, which then defaults to 1.
     """
     from accounting.algorithms.registry import get_algorithm
@@ -516,7 +518,12 @@ def compare(
             )
         except InvalidParameter as err:
             out[m] = f"n/a ({err.message})"
-    out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, audit_seed)
+    try:
+        out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, audit_seed)
+    except InvalidParameter as err:
+        out["audit"] = f"n/a ({err.message})"
+    except NotImplementedError as err:
+        out["audit"] = f"n/a ({err})"
     out["noise_multiplier"] = z
     return out
 
@@ -526,24 +533,18 @@ def _acc(mode: str, accountant: str) -> str:
     return accountant if mode == "certified" else "rdp"
 
 
-def _audit(algorithm, z, delta, options, samples, confidence, seed) -> Any:
-    try:
-        from accounting.audit import run_audit
-    except ImportError:
-        return "n/a (audit unavailable)"
-    try:
-        options = {k: v for k, v in options.items() if k != "defaults"}
-        params = build_params(algo=algorithm.name, delta=delta, noise_multiplier=z, **options)
-        extra: list[str] = []
-        params = _resolve_auto_c2(
-            algorithm,
-            params,
-            budget=_budget_at_given_noise,
-            extra=extra,
-        )
-        resolved, _, _ = algorithm.resolve(params)
-        return run_audit(resolved, samples=samples, confidence=confidence, seed=seed)
-    except InvalidParameter as err:
-        return f"n/a ({err.message})"
-    except NotImplementedError as err:
-        return f"n/a ({err})"
+def _audit(algorithm, z, delta, options, samples, confidence, seed) -> AuditResult:
+    """The audit at noise ``z``; raises InvalidParameter / NotImplementedError where there is none."""
+    from accounting.audit import run_audit
+
+    options = {k: v for k, v in options.items() if k != "defaults"}
+    params = build_params(algo=algorithm.name, delta=delta, noise_multiplier=z, **options)
+    extra: list[str] = []
+    params = _resolve_auto_c2(
+        algorithm,
+        params,
+        budget=_budget_at_given_noise,
+        extra=extra,
+    )
+    resolved, _, _ = algorithm.resolve(params)
+    return run_audit(resolved, samples=samples, confidence=confidence, seed=seed)

@@ -1,4 +1,4 @@
-"""DiceSGD figures (issue 10): certified/audit gap over a grid, and bias against certified noise.
+"""DiceSGD figures: certified/audit gap over a grid, and bias against certified noise.
 
 * :func:`certified_vs_audit_grid` (also used by ``benchmarks/dicesgd_grid.py``): at the DiceSGD
   defaults (N = 50000, B = 1000, 3 epochs, C1 = 1), for each (G/C1, C2/C1) the certified z for

@@ -19,12 +19,6 @@ settings.load_profile("dptheory")
 
 import pytest  # noqa: E402
 
-# One log_ndtr path for the whole session: accounting.special serves log_ndtr from a math.erfc loop
-# until a per-process budget is spent and from scipy afterwards (they differ by ~1e-14), which would
-# make bit-for-bit comparisons depend on the order tests run in. With scipy.special loaded, every
-# call takes scipy's path; tests/test_special.py exercises the loop on its own.
-import scipy.special  # noqa: E402, F401
-
 
 @pytest.fixture(scope="session")
 def quick_results():

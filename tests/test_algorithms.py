@@ -11,11 +11,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from accounting.algorithms import ALGO_NAMES, PrivacyParams, get_algorithm
-from accounting.algorithms import dicesgd as dice_mod
 from accounting.algorithms.clip21 import claimed_epsilon as clip21_claimed
 from accounting.algorithms.d2p2 import FASHIONMNIST_CNN_PARAMS, lemma45_epsilon
 from accounting.algorithms.dicesgd import theorem37_epsilon, theorem37_gtilde, theorem37_noise_multiplier
-from accounting.errors import InvalidParameter, NotCertified
+from accounting.errors import InvalidParameter
 from accounting.orders import DP_ACCOUNTING_ORDERS
 from accounting.projection import (
     epsilon_with_failure,
@@ -206,17 +205,6 @@ def test_dicesgd_claimed_checks_conditions():
     r = alg.epsilon(_params("dicesgd", z=10.0), "claimed")
     assert not r.warnings
     assert any("alternative reading" in a for a in r.assumptions)
-
-
-def test_dicesgd_without_hidden_state(monkeypatch):
-    monkeypatch.setattr(dice_mod, "hidden_state_module", lambda: None)
-    alg = get_algorithm("dicesgd")
-    r = alg.epsilon(_params("dicesgd"))
-    assert r.mode == "claimed" and r.label == "claimed (not certified)"
-    assert any("not a certified upper bound" in w for w in r.warnings)
-    with pytest.raises(NotCertified) as e:
-        alg.epsilon(_params("dicesgd"), "certified")
-    assert e.value.option == "--mode"
 
 
 def test_dicesgd_certified_is_default_and_refuses_pld():

@@ -267,20 +267,6 @@ def test_help_documents_defaults(capsys):
     assert "N = 50000" in out and "--schedule" in out and "default" in out
 
 
-def test_dicesgd_fallback_without_certified_accountant(capsys, monkeypatch):
-    from accounting.algorithms import dicesgd as dice_mod
-
-    monkeypatch.setattr(dice_mod, "hidden_state_module", lambda: None)
-    rc, out, err = _run(capsys, ["calibrate", "--eps", "2", "--delta", "1e-5", "--algo", "dicesgd"])
-    assert rc == 0
-    assert "claimed (not certified)" in out
-    assert "warning:" in err and "not a certified upper bound" in err
-    rc, out, err = _run(
-        capsys, ["calibrate", "--eps", "2", "--delta", "1e-5", "--algo", "dicesgd", "--mode", "certified"]
-    )
-    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--mode" in err
-
-
 def test_params_from_args_resolves_defaults():
     import argparse
 

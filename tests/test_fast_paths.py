@@ -20,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import accounting.rdp as rdp_mod
 import accounting.sigma_grid as sigma_grid
 from accounting.calibration import calibrate_decreasing
 from accounting.conversion import rdp_to_epsilon
@@ -100,7 +99,7 @@ def test_auto_cost_rule_is_an_upper_bound(monkeypatch) -> None:
 
 def test_grid_cache_changes_no_number() -> None:
     z = _schedule("inv-k", 20.0, 300)
-    rdp_mod._GRID_CACHE.clear()
+    sigma_grid.GRID_CACHE.clear()
     cold = subsampled_gaussian_rdp(0.01, z, ORDERS, evaluation="grid")
     warm = subsampled_gaussian_rdp(0.01, z, ORDERS, evaluation="grid")
     np.testing.assert_array_equal(cold.rdp, warm.rdp)
@@ -108,7 +107,7 @@ def test_grid_cache_changes_no_number() -> None:
 
 
 def test_anchored_grid_covers_and_is_anchored() -> None:
-    g = rdp_mod._sigma_grid(0.37, 41.0, 1.02)
+    g = sigma_grid.sigma_grid_points(0.37, 41.0, 1.02)
     assert g[0] == 0.37 and g[-1] == 41.0 and np.all(np.diff(g) > 0)
     inner = g[1:-1]
     j = np.log(inner) / math.log(1.02)
@@ -156,7 +155,7 @@ def test_calibrate_agrees_with_epsilon_on_a_grid_schedule(algo, monkeypatch) -> 
     assert same.epsilon == rep.epsilon
     # a fresh evaluation, as in another process: grid values computed in other batches may
     # differ in the last bit (vectorised sums), never more
-    rdp_mod._GRID_CACHE.clear()
+    sigma_grid.GRID_CACHE.clear()
     again = api.epsilon(noise_multiplier=rep.noise_multiplier, **kw)
     assert again.epsilon == pytest.approx(rep.epsilon, rel=1e-13)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accounting import rdp as rdp_mod
 from accounting import sigma_grid
 from accounting.conversion import rdp_to_epsilon
 from accounting.errors import InvalidParameter
@@ -80,7 +79,7 @@ def test_grid_fractional_is_exact_series_at_rounded_down_sigma(case) -> None:
     """Fractional orders: the value is the same series at each sigma rounded down to the grid
     (or, when smaller, the chord in alpha of the integer orders); both are upper bounds."""
     q, z, grid, _, _ = case
-    g = rdp_mod._sigma_grid(float(z.min()), float(z.max()), RATIO)
+    g = sigma_grid.sigma_grid_points(float(z.min()), float(z.max()), RATIO)
     down = g[np.searchsorted(g, z, side="right") - 1]
     assert np.all(down <= z) and np.all(down >= z / RATIO / (1 + 1e-12))
     rounded = subsampled_gaussian_rdp(q, down, ORDERS, evaluation="exact")

@@ -225,7 +225,7 @@ def test_d2p2_calibrate_agrees_with_epsilon_on_the_smooth_path():
     assert smooth_pays("inv-sqrt-k", 3.0, 2344)
     rep = api.calibrate(eps=2.0, delta=1e-5, algo="d2p2sgd", defaults="paper")
     assert any("certified upper bound (sigma grid or smooth-schedule bound)" in w for w in rep.warnings)
-    smooth_mod._CACHE.clear()
+    smooth_mod.CACHE.clear()
     again = api.epsilon(algo="d2p2sgd", noise_multiplier=rep.noise_multiplier, delta=1e-5, defaults="paper")
     assert again.epsilon <= 2.0
     assert again.epsilon == pytest.approx(rep.epsilon, rel=1e-9)

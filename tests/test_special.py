@@ -19,16 +19,11 @@ import accounting._log_a_frac as log_a_frac
 import accounting._log_a_int as log_a_int
 import accounting._rdp_evaluate as rdp_evaluate
 import accounting.rdp as rdp
+import accounting.sigma_grid as sigma_grid
 from accounting import special
 from accounting.orders import DEFAULT_ORDERS
 
 RNG = np.random.default_rng(20261123)
-
-
-@pytest.fixture(autouse=True)
-def _own_log_ndtr(monkeypatch: pytest.MonkeyPatch) -> None:
-    """scipy is loaded here, so log_ndtr would defer to it: test our own loop instead."""
-    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
 
 
 def _ulps(err: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -125,34 +120,22 @@ def test_log_ndtr_against_scipy_and_mpmath() -> None:
         assert (np.abs(ours - theirs) / np.abs(theirs)).max() <= 2 * tol, (lo, hi)
 
 
-def test_log_ndtr_large_arrays_agree_with_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = RNG.uniform(-45.0, 10.0, 5000)
-    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
-    monkeypatch.setattr(special, "_ndtr_loop_used", 0)
-    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 10**9)
-    loop = special.log_ndtr(x)
-    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 0)
-    big = special.log_ndtr(x)  # scipy's vectorised branch: the loop budget is spent
-    assert (np.abs(loop - big) / np.abs(big)).max() <= 3e-14
+def test_log_ndtr_large_arrays_agree_with_the_loop() -> None:
+    x = RNG.uniform(-45.0, 10.0, special.NDTR_LOOP_MAX + 1)
+    big = special.log_ndtr(x)  # scipy's vectorised branch: the array is above the loop's size
+    np.testing.assert_array_equal(big, sp.log_ndtr(x))
+    loop = special.log_ndtr(x[:5000])
+    assert (np.abs(loop - big[:5000]) / np.abs(big[:5000])).max() <= 3e-14
 
 
-def test_log_ndtr_loop_budget_is_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ski rental: the loop serves calls until the budget is spent, then scipy takes over
-    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", False)
-    monkeypatch.setattr(special, "_ndtr_loop_used", 0)
-    monkeypatch.setattr(special, "_NDTR_LOOP_BUDGET", 250)
-    x = RNG.uniform(-45.0, 10.0, 100)
-    special.log_ndtr(x)
-    special.log_ndtr(x)
-    assert special._ndtr_loop_used == 200
-    special.log_ndtr(x)  # would exceed the budget: scipy, and the counter stays
-    assert special._ndtr_loop_used == 200
-
-
-def test_log_ndtr_defers_to_a_loaded_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = RNG.uniform(-45.0, 10.0, 100)
-    monkeypatch.setattr(special, "_USE_LOADED_SCIPY", True)
-    np.testing.assert_array_equal(special.log_ndtr(x), sp.log_ndtr(x))
+def test_log_ndtr_path_depends_on_the_input_alone() -> None:
+    """Same input, same bits, whatever the process did before (scipy loaded, large calls made)."""
+    x = RNG.uniform(-45.0, 10.0, 300)
+    first = special.log_ndtr(x)
+    special.log_ndtr(RNG.uniform(-45.0, 10.0, special.NDTR_LOOP_MAX + 1))  # takes scipy's path
+    assert not np.array_equal(first, sp.log_ndtr(x))  # the loop's bits differ from scipy's here
+    np.testing.assert_array_equal(special.log_ndtr(x), first)
+    np.testing.assert_array_equal(special.log_ndtr(x[:1])[0], first[0])  # size 1: the loop too
 
 
 def test_log_ndtr_edges() -> None:
@@ -161,9 +144,14 @@ def test_log_ndtr_edges() -> None:
 
 
 def _clear_rdp_caches() -> None:
-    for fn in (rdp._int_tables, rdp._int_dense_tables, rdp._frac_tables, rdp._frac_tables_stacked):
+    for fn in (
+        log_a_int._int_tables,
+        log_a_int._int_dense_tables,
+        log_a_frac._frac_tables,
+        log_a_frac._frac_tables_stacked,
+    ):
         fn.cache_clear()
-    rdp._GRID_CACHE.clear()
+    sigma_grid.GRID_CACHE.clear()
 
 
 @pytest.mark.parametrize(

@@ -131,20 +131,14 @@ def sgm_rdp_integer(q: float, z: float, alpha: int) -> float:
 
 
 def sgm_rdp(q: float, z: float, orders: np.ndarray) -> tuple[np.ndarray, str]:
-    """Exact subsampled-Gaussian RDP from :mod:`accounting.rdp`; integer fallback if absent.
+    """Exact subsampled-Gaussian RDP from :mod:`accounting.rdp`.
 
     Returns ``(rdp, source)`` where source names what computed it, for the evidence.
     """
-    orders = np.asarray(orders, dtype=float)
-    try:
-        from accounting.rdp import subsampled_gaussian_rdp
+    from accounting.rdp import subsampled_gaussian_rdp
 
-        curve = subsampled_gaussian_rdp(q, z, orders)
-        rdp = np.asarray(curve.rdp, dtype=float)
-        return rdp, "accounting.rdp.subsampled_gaussian_rdp"
-    except ImportError:
-        vals = np.array([sgm_rdp_integer(q, z, int(a)) if float(a).is_integer() else np.nan for a in orders])
-        return vals, "verification.properties.sgm_rdp_integer (accounting.rdp unavailable)"
+    curve = subsampled_gaussian_rdp(q, z, np.asarray(orders, dtype=float))
+    return np.asarray(curve.rdp, dtype=float), "accounting.rdp.subsampled_gaussian_rdp"
 
 
 # --------------------------------------------------------------------------- clipping
@@ -326,37 +320,19 @@ def eps_from_rdp(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[flo
     The fallback eps = min_alpha rdp(alpha) + log(1/delta)/(alpha-1) is a valid (looser) upper
     bound, so a check that uses it can only be more conservative. Returns (eps, source).
     """
-    orders = np.asarray(orders, dtype=float)
-    rdp = np.asarray(rdp, dtype=float)
-    try:
-        from accounting.conversion import rdp_to_epsilon
-        from accounting.rdp import RdpCurve
+    from accounting.conversion import rdp_to_epsilon
+    from accounting.rdp import RdpCurve
 
-        res = rdp_to_epsilon(RdpCurve(orders, rdp, ()), delta)
-        return float(res.epsilon), "accounting.conversion.rdp_to_epsilon"
-    except ImportError:
-        ok = np.isfinite(rdp)
-        vals = rdp[ok] + math.log(1.0 / delta) / (orders[ok] - 1.0)
-        return float(vals.min()), "Mironov 2017 Prop. 3 (accounting.conversion unavailable)"
+    curve = RdpCurve(np.asarray(orders, dtype=float), np.asarray(rdp, dtype=float), ())
+    return float(rdp_to_epsilon(curve, delta).epsilon), "accounting.conversion.rdp_to_epsilon"
 
 
 def schedule_rdp(q: float, multipliers: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, str]:
     """Composed RDP of Poisson-subsampled Gaussians with one noise multiplier per step."""
-    orders = np.asarray(orders, dtype=float)
-    z = np.asarray(multipliers, dtype=float)
-    try:
-        from accounting.rdp import subsampled_gaussian_rdp
+    from accounting.rdp import subsampled_gaussian_rdp
 
-        curve = subsampled_gaussian_rdp(q, z, orders)
-        return np.asarray(curve.rdp, dtype=float), "accounting.rdp.subsampled_gaussian_rdp"
-    except ImportError:
-        uniq, counts = np.unique(z, return_counts=True)
-        tot = np.zeros(orders.size)
-        for zz, cnt in zip(uniq, counts, strict=True):
-            tot += cnt * np.array(
-                [sgm_rdp_integer(q, zz, int(a)) if float(a).is_integer() else np.inf for a in orders]
-            )
-        return tot, "verification.properties.sgm_rdp_integer (accounting.rdp unavailable)"
+    curve = subsampled_gaussian_rdp(q, np.asarray(multipliers, dtype=float), np.asarray(orders, dtype=float))
+    return np.asarray(curve.rdp, dtype=float), "accounting.rdp.subsampled_gaussian_rdp"
 
 
 def sgm_rdp_quadrature(q: float, z: float, alpha: float, dps: int = 40) -> float:

@@ -25,6 +25,7 @@ import numpy as np
 
 from accounting import validate
 from accounting.errors import InvalidParameter
+from accounting.json_floats import json_float, json_tree
 
 MODES = ("claimed", "certified")
 ACCOUNTANTS = ("rdp", "pld")
@@ -95,24 +96,6 @@ class PrivacyParams:
         return out
 
 
-def _json_float(x: Any) -> Any:
-    if isinstance(x, float | np.floating):
-        x = float(x)
-        if math.isnan(x):
-            return "nan"
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    return x
-
-
-def _json_tree(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _json_tree(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_tree(v) for v in x]
-    return _json_float(x)
-
-
 @dataclass(frozen=True)
 class PrivacyReport:
     """The answer of :meth:`Algorithm.epsilon` (and of calibration).
@@ -149,22 +132,22 @@ class PrivacyReport:
             "mode": self.mode,
             "label": self.label or self.mode,
             "accountant": self.accountant,
-            "epsilon": _json_float(self.epsilon),
-            "delta": _json_float(self.delta),
-            "noise_multiplier": _json_float(self.noise_multiplier),
-            "noise_std": _json_float(self.noise_std),
-            "order": _json_float(self.order),
-            "sample_rate": _json_float(self.sample_rate),
+            "epsilon": json_float(self.epsilon),
+            "delta": json_float(self.delta),
+            "noise_multiplier": json_float(self.noise_multiplier),
+            "noise_std": json_float(self.noise_std),
+            "order": json_float(self.order),
+            "sample_rate": json_float(self.sample_rate),
             "steps": self.steps,
             "assumptions": list(self.assumptions),
             "warnings": list(self.warnings),
             "defaults_assumed": list(self.defaults_assumed),
-            "parameters": {k: _json_float(v) for k, v in self.parameters.items()},
+            "parameters": {k: json_float(v) for k, v in self.parameters.items()},
         }
         if self.calibration is not None:
-            out["calibration"] = {k: _json_float(v) for k, v in self.calibration.items()}
+            out["calibration"] = {k: json_float(v) for k, v in self.calibration.items()}
         if self.details is not None:
-            out["details"] = _json_tree(self.details)
+            out["details"] = json_tree(self.details)
         return out
 
 

@@ -129,13 +129,13 @@ class Clip21SGD2M(Algorithm):
 
     def certified_curve(self, p: PrivacyParams) -> Any:
         """``RDP(alpha) = T alpha (2 tau)^2 / (2 sigma_omega^2)`` on the order grid."""
-        from accounting._log_a_int import _up
         from accounting.rdp import RdpCurve, gaussian_rdp
+        from accounting.rounding import up
 
         orders = orders_of(p)
         per_round = gaussian_rdp(p.noise_multiplier / CERTIFIED_SENSITIVITY, orders)
         # rounds x per-round rounds once more: 2 ulps up keep the composed value an upper bound
-        return RdpCurve(orders=orders, rdp=p.rounds * per_round * _up(2), dropped=())
+        return RdpCurve(orders=orders, rdp=p.rounds * per_round * up(2), dropped=())
 
     def _epsilon_certified(self, p: PrivacyParams, accountant: str) -> EpsilonValue:
         if accountant == "pld":

@@ -433,7 +433,7 @@ def _grouped_pld_epsilon(
     vdi = pld_schedule_vdi(q, float(vals.min()))
     eps = float(pld_epsilon(event, delta, value_discretization_interval=vdi))
     if eps < 50 * vdi and vdi > PLD_SCHEDULE_VDI_MIN:
-        # the discretization swamps a small epsilon (up to 5.7x in review): redo it at a
+        # the discretization swamps a small epsilon (overstating it up to 5.7x): redo it at a
         # discretization tied to epsilon's size; pessimistic PLD is an upper bound at any interval
         vdi = max(PLD_SCHEDULE_VDI_MIN, eps / 50)
         eps = min(eps, float(pld_epsilon(event, delta, value_discretization_interval=vdi)))

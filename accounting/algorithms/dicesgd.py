@@ -26,9 +26,7 @@ claimed -- Theorem 3.7 read literally
 
 certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
-    docs/hidden-state.md), converted to (eps, delta). If that module is missing, an explicit
-    ``--mode certified`` raises NotCertified and the default mode falls back to claimed,
-    labelled "claimed (not certified)" with a warning.
+    docs/hidden-state.md), converted to (eps, delta).
 """
 
 from __future__ import annotations
@@ -37,8 +35,6 @@ import math
 
 from accounting import validate
 from accounting.algorithms.base import (
-    CLAIMED_NOT_CERTIFIED,
-    MODES,
     Algorithm,
     Default,
     EpsilonValue,
@@ -47,7 +43,7 @@ from accounting.algorithms.base import (
     curve_epsilon,
     orders_of,
 )
-from accounting.errors import InvalidParameter, NotCertified
+from accounting.errors import InvalidParameter
 
 _SRC = "DiceSGD paper Sec. 4 / Table 2: CIFAR-10, ViT-small fine-tuning"
 READINGS = ("c2", "proof")
@@ -137,17 +133,6 @@ def residual_bound(p: PrivacyParams) -> float | None:
     )
 
 
-def hidden_state_module():
-    """``accounting.hidden_state`` if present, else None (certified DiceSGD then unavailable)."""
-    try:
-        from accounting import hidden_state
-    except ImportError:
-        return None
-    if not hasattr(hidden_state, "dicesgd_certified_rdp"):
-        return None
-    return hidden_state
-
-
 def theorem37_inputs(p: PrivacyParams) -> dict:
     """The keyword arguments of :func:`theorem37_epsilon` read from resolved parameters."""
     return dict(
@@ -187,32 +172,6 @@ class DiceSGD(Algorithm):
             "c1": Default(1.0, _SRC + " (C1 = C2 = C = 1.0)"),
             "c2": Default(1.0, _SRC + " (C1 = C2 = C = 1.0)"),
         }
-
-    def available_modes(self) -> tuple[str, ...]:
-        return MODES if hidden_state_module() is not None else ("claimed",)
-
-    def choose_mode(self, mode: str | None) -> tuple[str, str, tuple[str, ...]]:
-        certified_ok = hidden_state_module() is not None
-        if mode is None:
-            if certified_ok:
-                return "certified", "certified", ()
-            return (
-                "claimed",
-                CLAIMED_NOT_CERTIFIED,
-                (
-                    "no certified accountant for DiceSGD's hidden error state is available "
-                    "(accounting.hidden_state is missing); reporting Theorem 3.7's claimed number, "
-                    "which is not a certified upper bound",
-                ),
-            )
-        check_choice("--mode", mode, MODES)
-        if mode == "certified" and not certified_ok:
-            raise NotCertified(
-                "--mode",
-                "certified accounting for dicesgd is not available (accounting.hidden_state is missing); "
-                "use --mode claimed for Theorem 3.7's number",
-            )
-        return mode, mode, ()
 
     def _resolve_specific(self, p, d, assumed, warns):
         c1 = validate.positive("--c1", self._take(p, "c1", d, assumed))
@@ -283,9 +242,8 @@ class DiceSGD(Algorithm):
         (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
         improved conversion). Each is a valid (eps, delta) statement, so their minimum is too.
         """
-        hs = hidden_state_module()
-        if hs is None:
-            raise NotCertified("--mode", "certified accounting for dicesgd is not available")
+        from accounting import hidden_state as hs
+
         if accountant == "pld":
             raise InvalidParameter(
                 "--accountant",
@@ -434,9 +392,8 @@ def auto_c2(p: PrivacyParams, *, budget_noise_multiplier: float, max_noise_ratio
     certified eps is <= DP-SGD's eps at ``budget``. Returns a finite C2 (when every C2 qualifies
     the error feedback never changes the bound and C1's value is returned).
     """
-    hs = hidden_state_module()
-    if hs is None or not hasattr(hs, "largest_c2"):
-        raise NotCertified("--c2", "'auto' needs the certified DiceSGD accountant (accounting.hidden_state)")
+    from accounting import hidden_state as hs
+
     c2 = hs.largest_c2(
         noise_multiplier=budget_noise_multiplier,
         delta=p.delta,

@@ -2,7 +2,8 @@
 
 Each algorithm's module is imported the first time the algorithm is asked for, so a
 ``dptheory calibrate --algo dpsgd`` does not load (or, without cached bytecode, compile) the
-DiceSGD, D2P2 and Clip21 modules: start-up time, issue 11.  One instance per name, as before.
+DiceSGD, D2P2 and Clip21 modules (start-up time).  One instance per name, so that the
+algorithms' own caches are shared by every caller.
 """
 
 from __future__ import annotations
@@ -10,11 +11,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping
 
+from accounting.algo_names import ALGO_NAMES as ALGO_NAMES  # the one list of names, re-exported
 from accounting.algorithms.base import Algorithm
 from accounting.errors import InvalidParameter
-
-#: The ALGO names in the order the CLI lists them.
-ALGO_NAMES: tuple[str, ...] = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
 
 #: name -> (module, class) of its implementation.
 _WHERE: dict[str, tuple[str, str]] = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from accounting.algo_names import ALGO_NAMES
 from accounting.audit.result import AuditResult
 
 __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]
@@ -26,7 +27,7 @@ __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]
 #: DiceSGD audits run over at most this many steps (memory: a steps x states transition table).
 DICE_MAX_STEPS = 2000
 
-AUDITED_ALGOS = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
+AUDITED_ALGOS = ALGO_NAMES  # every algorithm has an audit
 
 
 def _mode_epsilon(algo, params, mode: str) -> tuple[float | None, str | None]:

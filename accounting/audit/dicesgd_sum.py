@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 # the same threshold-test machinery as the DP-SGD sum test: one log-sum-exp, one rounding allowance
-from accounting.audit.sum_test import _ROUNDING
-from accounting.audit.sum_test import _logsumexp as _lse
+from accounting.audit.sum_test import ROUNDING
+from accounting.audit.sum_test import logsumexp as _lse
 
 __all__ = ["dicesgd_sum_test_epsilon_lower"]
 
@@ -82,4 +82,4 @@ def dicesgd_sum_test_epsilon_lower(
         cand = np.nanmax(np.concatenate([add, rem]))
         if np.isfinite(cand):
             best = max(best, float(cand))
-    return max(0.0, best - _ROUNDING)
+    return max(0.0, best - ROUNDING)

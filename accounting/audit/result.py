@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from accounting.algorithms.base import _json_float as _jf
+from accounting.json_floats import json_float as _jf
 
 __all__ = ["AuditResult"]
 

@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
         if bad:
             raise UsageError("--only", f"must be one of {', '.join(FIGURES)} (got {bad[0]!r})")
         only = tuple(args.only)
+    from dptheory.extras import require_extra
+
+    require_extra("matplotlib", "torch")  # before the output directory is created
     out = args.out
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError("--out", f"is not a directory: {out}")

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from accounting.errors import InvalidParameter
+from dptheory.extras import MissingExtra, missing_extra_message
 
 SUBCOMMANDS = ("calibrate", "epsilon", "audit", "run", "verify", "figures")
 
@@ -141,6 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_TIMEOUT
     except InvalidParameter as exc:
         sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")
+        return 2
+    except MissingExtra as exc:
+        sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")
+        return 2
+    except ModuleNotFoundError as exc:
+        # An optional dependency imported deeper than the command's own require_extra check: still
+        # one line naming the extra.  Any other missing module is a broken installation: re-raised.
+        message = missing_extra_message(exc.name)
+        if message is None:
+            raise
+        sys.stderr.write(f"dptheory {args.command}: error: {message}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("dptheory: interrupted\n")

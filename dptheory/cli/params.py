@@ -14,8 +14,6 @@ from typing import Any
 
 from dptheory.cli.numbers import number
 
-ALGO_NAMES = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
-
 #: argparse dest -> keyword of dptheory.api (the same spelling, with '_').
 PARAM_DESTS = (
     "sample_rate",
@@ -55,8 +53,7 @@ defaults (used when an option is not given; each report lists the ones it assume
                    0.7 x model dim, projection fresh (A_k redrawn every step)
   clip21sgd2m      rounds 1000, clients 10, tau 1: placeholders (the paper's numbers were
                    lost in the text rendering); epsilon depends only on z and rounds
-  --mode           certified for every algorithm (dicesgd falls back to a labelled
-                   'claimed (not certified)' number if no certified accountant exists)
+  --mode           certified for every algorithm
 """
 
 
@@ -82,6 +79,8 @@ change; --timeout SECONDS bounds the time, exit status 3):
 
 def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool = True) -> None:
     """Add --algo and every parameter option (and --mode/--accountant unless told not to)."""
+    from accounting.algo_names import ALGO_NAMES
+
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (parser.epilog + "\n\n" if parser.epilog else "") + DEFAULTS_HELP + "\n" + ENVELOPE_HELP
     parser.add_argument(

@@ -200,6 +200,13 @@ def run(args: argparse.Namespace) -> int:
     if args.engine != "auto" and args.backend != "inprocess":
         raise InvalidParameter("--engine", "only applies to --backend inprocess")
     runner.check_options(args.algo, **options)  # before torch is imported
+    from dptheory.extras import require_extra
+
+    needed = ["torch"]
+    needed += ["matplotlib"] if args.plot else []
+    needed += ["sklearn"] if args.dataset == "breast-cancer" else []
+    needed += ["flwr"] if args.backend == "flower" else []
+    require_extra(*needed)
     if args.backend == "flower":
         from dptheory.integrations.flower import backend
 
@@ -236,9 +243,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _jsonable(obj):
-    import math
-
+    """The run's result as JSON: arrays as lists, numpy integers as ints, and floats in the one
+    encoding of every ``--json`` output (:mod:`accounting.json_floats`: ``"inf"``, ``"nan"``)."""
     import numpy as np
+
+    from accounting.json_floats import json_float
 
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
@@ -246,12 +255,9 @@ def _jsonable(obj):
         return [_jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return _jsonable(obj.tolist())
-    if isinstance(obj, np.floating | float):
-        f = float(obj)
-        return f if math.isfinite(f) else None
     if isinstance(obj, np.integer):
         return int(obj)
-    return obj
+    return json_float(obj)
 
 
 def render(result) -> str:

@@ -100,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if user:  # the file's claims, in its order, after the built-in ones: all, or those named by --claim
         picked = [c for c in user.values() if c.id in args.claim] if args.claim else list(user.values())
         claims = claims + picked
+    from dptheory.extras import require_extra
+
+    # Checked before any claim runs: a claim whose check cannot import its tools would otherwise be
+    # reported as crashed, a different answer, instead of as an installation to complete.
+    require_extra("torch", "sympy", "hypothesis", *(["matplotlib"] if args.report is not None else []))
     target = None
     if args.report is not None:
         from verification.report import ReportDirError, check_report_dir

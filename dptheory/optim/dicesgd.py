@@ -20,7 +20,7 @@ Alg. 3 (Adam variant), lines 5-9:
     8: x_{t+1} = x_t - eta (m1_t / (1 - beta1^t)) / (sqrt(m2_t / (1 - beta2^t)) + eps1)
     9: e_{t+1} = e_t + (1/B) sum g_i - ((1/B) sum clip(g_i, C1) + clip(e_t, C2))   (no w_t)
 
-Residual clip (``residual_clip=R``, dptheory issue 10; not in the paper): line 7's error increment
+Residual clip (``residual_clip=R``, this package's addition, not in the paper): line 7's error increment
 of each example, ``g_i - clip(g_i, C1)``, is replaced by ``clip(g_i - clip(g_i, C1), R)``, i.e.
 
     7': e_{t+1} = e_t - clip(e_t, C2) + (1/B) sum_{i in B_t} clip(g_i - c_i, R),   c_i = clip(g_i, C1)

@@ -30,10 +30,7 @@ def resolve_noise_multiplier(
         return (0.0 if noise_multiplier is None else float(noise_multiplier)), None
     if delta is None:
         raise InvalidParameter("--delta", "--eps and --delta go together")
-    try:
-        from dptheory import api
+    from dptheory import api
 
-        report = api.calibrate(eps=eps, delta=delta, algo=algo, mode=mode, defaults="paper", **options)
-    except ImportError as exc:  # an accounting module dptheory.api needs is missing
-        raise InvalidParameter("--eps", f"calibration is unavailable in this build ({exc})") from None
+    report = api.calibrate(eps=eps, delta=delta, algo=algo, mode=mode, defaults="paper", **options)
     return float(report.noise_multiplier), report

@@ -2,36 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
 import math
-from typing import Any
 
+from accounting.json_floats import json_float
 from verification.claim import Outcome, Verdict
 
 
 def g(x: float, digits: int = 6) -> float:
-    """Round for evidence (JSON-friendly, keeps inf/nan as strings)."""
+    """Round for evidence: ``digits`` significant digits; inf/nan in the JSON encoding of
+    :mod:`accounting.json_floats` (``"inf"``, ``"-inf"``, ``"nan"``)."""
     if x is None:
         return None  # type: ignore[return-value]
     x = float(x)
     if math.isnan(x) or math.isinf(x):
-        return str(x)  # type: ignore[return-value]
+        return json_float(x)
     if x == 0:
         return 0.0
     return float(f"{x:.{digits}g}")
-
-
-def optional_module(name: str) -> tuple[Any, str | None]:
-    """Import a sibling part of the project; return (module, None) or (None, reason)."""
-    try:
-        return importlib.import_module(name), None
-    except Exception as exc:  # noqa: BLE001 - any import failure means "not available"
-        return None, f"dependency {name} unavailable ({type(exc).__name__}: {exc})"
-
-
-def unavailable(reason: str, method: str) -> Outcome:
-    """The honest outcome when a module this check needs does not exist (yet)."""
-    return Outcome(Verdict.INCONCLUSIVE, reason, method, {"reason": reason})
 
 
 def quick_or_full(ctx, quick, full):

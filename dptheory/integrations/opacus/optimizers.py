@@ -145,7 +145,7 @@ def residual_clip_as_grad_bound(
 
     With flat clipping, pre-clipping every per-sample gradient to C1 + R and then to C1 leaves the
     error increment clip(g, C1 + R) - clip(g, C1), of norm <= R: exactly the residual clip of
-    ``dptheory.optim`` (issue 10), and the certified accountant's rho = G - C1 = R.
+    ``dptheory.optim``, and the certified accountant's rho = G - C1 = R.
     """
     if residual_clip is None:
         return grad_bound

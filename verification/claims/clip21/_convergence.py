@@ -7,7 +7,7 @@ import numpy as np
 from verification import properties as P
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import g, optional_module, unavailable
+from verification.claims._util import g
 
 PAPER = "clip21"
 
@@ -72,9 +72,8 @@ def _ex1_property(ctx: Context) -> Outcome:
 
 
 def _runner_example1(ctx: Context) -> Outcome:
-    runner, why = optional_module("dptheory.runner")
-    if runner is None:
-        return unavailable(why, "dptheory.runner clipsgd on clip21-example1")
+    from dptheory import runner
+
     res = runner.run(
         "clipsgd",
         "clip21-example1",
@@ -323,9 +322,8 @@ def _thm2_check(ctx: Context) -> Outcome:
 
 
 def _runner_thm2(ctx: Context) -> Outcome:
-    runner, why = optional_module("dptheory.runner")
-    if runner is None:
-        return unavailable(why, "dptheory.runner clip21sgd2m on clip21-example1")
+    from dptheory import runner
+
     steps = 2000
     res = runner.run(
         "clip21sgd2m",

@@ -10,12 +10,9 @@ PAPER = "d2p2"
 
 
 def _orders():
-    try:
-        from accounting.orders import DEFAULT_ORDERS
+    from accounting.orders import DEFAULT_ORDERS
 
-        return np.asarray(DEFAULT_ORDERS, dtype=float)
-    except ImportError:
-        return np.arange(2, 257, dtype=float)
+    return np.asarray(DEFAULT_ORDERS, dtype=float)
 
 
 def _eps_schedule(q: float, base: float, K: int, delta: float, schedule: str) -> tuple[float, str]:

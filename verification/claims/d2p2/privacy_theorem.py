@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import audit_refutes_or_silent, g, optional_module
+from verification.claims._util import audit_refutes_or_silent, g
 from verification.claims.d2p2._common import PAPER, _eps_schedule
 from verification.claims.d2p2.thm1_alg1 import ANALYTIC_LOWER as THM1_ALG1_LOWER
 from verification.claims.d2p2.thm1_alg1 import thm1_alg1_witness
@@ -279,22 +279,15 @@ def _thm1_audit(ctx: Context) -> Outcome:
 
 
 def _thm1_implied_constants(ctx: Context) -> Outcome:
-    cal, why = optional_module("accounting.calibration")
+    from accounting import calibration as cal
+
     rows = []
     for q, K, eps, delta in _thm1_cases(ctx)[: 1 if ctx.quick else None]:
 
         def f(b, q=q, K=K, delta=delta):
             return _eps_schedule(q, b, K, delta, "inv-k")[0]
 
-        if cal is not None:
-            res = cal.calibrate_decreasing(f, eps, option="--noise-multiplier", lower=1e-2, upper=1e4)
-            sigma = res.value
-        else:  # bisection on log sigma; f is decreasing in sigma
-            lo, hi = 1e-2, 1e4
-            for _ in range(60):
-                mid = math.sqrt(lo * hi)
-                lo, hi = (mid, hi) if f(mid) > eps else (lo, mid)
-            sigma = hi
+        sigma = cal.calibrate_decreasing(f, eps, option="--noise-multiplier", lower=1e-2, upper=1e4).value
         c2 = sigma**2 * eps**2 / (q * q * K * K * math.log(1 / delta))
         c1_needed = eps / (q * q * K)  # the theorem's condition eps <= C1 B^2 K / n^2
         rows.append(
@@ -317,9 +310,7 @@ def _thm1_implied_constants(ctx: Context) -> Outcome:
         "calibrate the smallest base sigma with certified eps <= target (schedule sigma^2/k), solve for C2",
         {
             "cases": rows,
-            "calibration": "accounting.calibration.calibrate_decreasing"
-            if cal is not None
-            else f"bisection ({why})",
+            "calibration": "accounting.calibration.calibrate_decreasing",
         },
     )
 

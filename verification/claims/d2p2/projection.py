@@ -8,7 +8,7 @@ import numpy as np
 
 from verification import properties as P
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
-from verification.claims._util import g, optional_module
+from verification.claims._util import g
 from verification.claims.d2p2._common import PAPER
 from verification.claims.d2p2.projection_fresh import (
     READING_PUBLIC,
@@ -30,7 +30,8 @@ def _projection_check(ctx: Context) -> Outcome:
     d = 200
     K, base_sigma, delta = 100, 20.0, 1e-5
     rows = []
-    proj, _ = optional_module("accounting.projection")
+    from accounting import projection as proj
+
     k = np.arange(1, K + 1)
     per_step = base_sigma / np.sqrt(k)  # text schedule, full batch (q = 1) so the accounting is exact
     mu_claimed = math.sqrt(float(np.sum(1.0 / per_step**2)))
@@ -39,16 +40,13 @@ def _projection_check(ctx: Context) -> Outcome:
         A = rng.normal(0.0, 1.0, (d, p))
         smax = float(np.linalg.svd(A, compute_uv=False)[0])
         s = smax / math.sqrt(p)
-        if proj is not None and hasattr(proj, "fixed_matrix_factor"):
-            s_acc = float(proj.fixed_matrix_factor(A, p=p))
-        else:
-            s_acc = None
+        s_acc = float(proj.fixed_matrix_factor(A, p=p))
         eps_inst = P.gdp_epsilon(delta, s * mu_claimed)
         rows.append(
             {
                 "p": p,
                 "sigma_max(A)/sqrt(p)": g(s),
-                "accounting.projection_factor": g(s_acc) if s_acc is not None else None,
+                "accounting.projection_factor": g(s_acc),
                 "exact_eps_instance": g(eps_inst),
                 "eps_claimed_(no_projection)": g(eps_claimed),
             }
