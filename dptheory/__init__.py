@@ -1,7 +1,8 @@
 """dptheory: how much noise does a private optimizer need, and how private is it really?
 
 The stable Python API lives here; it stays light (no torch, sympy or matplotlib at import).
-``calibrate``, ``epsilon``, ``audit`` (``accounting.audit.run_audit``), ``PrivacyReport`` and
+``calibrate``, ``epsilon``, ``compare`` (claimed, certified and audit side by side), ``audit``
+(``accounting.audit.run_audit``), ``PrivacyReport`` and
 ``RdpAccountant`` (the stateful accountant for trainers) are loaded on first use (module
 ``__getattr__``), so ``import dptheory`` costs nothing until they are needed.
 """
@@ -12,11 +13,12 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "calibrate", "epsilon", "audit", "PrivacyReport", "RdpAccountant"]
+__all__ = ["__version__", "calibrate", "epsilon", "compare", "audit", "PrivacyReport", "RdpAccountant"]
 
 _LAZY = {
     "calibrate": ("dptheory.api", "calibrate"),
     "epsilon": ("dptheory.api", "epsilon"),
+    "compare": ("dptheory.api", "compare"),
     "PrivacyReport": ("accounting.algorithms.base", "PrivacyReport"),
     "RdpAccountant": ("accounting.accountant", "RdpAccountant"),
     "audit": ("accounting.audit", "run_audit"),
