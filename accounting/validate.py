@@ -87,8 +87,10 @@ def positive_int(option: str, value: int | float) -> int:
         v = _finite(option, value)
         if v != math.floor(v):
             raise InvalidParameter(option, f"must be an integer >= 1 (got {_shown(value)})")
-        if abs(v) > MAX_COUNT:
-            raise InvalidParameter(option, f"must be at most 2**53 = {MAX_COUNT} (got {_shown(value)})")
+        if abs(v) >= MAX_COUNT:  # a float this large may already be a rounded integer
+            raise InvalidParameter(
+                option, f"must be below 2**53 = {MAX_COUNT} unless given as an int (got {_shown(value)})"
+            )
         n = int(v)
     if n < 1:
         raise InvalidParameter(option, f"must be an integer >= 1 (got {_shown(value)})")

@@ -14,7 +14,7 @@ import argparse
 import math
 import re
 
-__all__ = ["number", "integer"]
+__all__ = ["number", "integer", "count"]
 
 # The largest integer option value we accept: steps/rounds/samples are bounded by the documented
 # envelope (T <= 1e9), with headroom; beyond 2**53 floats no longer represent integers exactly.
@@ -44,10 +44,32 @@ def number(text: str) -> float:
 
 
 def integer(text: str) -> int:
-    """An integer, also written as ``1e6`` or ``1000.0``; non-integral values are errors."""
-    v = number(text)
+    """An integer, also written as ``1e6`` or ``1000.0``; non-integral values are errors.
+    Integer literals are read exactly (:func:`count`), so 2**53 + 1 is refused, not rounded."""
+    v = count(text)
     if v != math.floor(v):
         raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})")
     if abs(v) > _MAX_INT:
-        raise argparse.ArgumentTypeError(f"must be at most {_MAX_INT:.3g} in absolute value (got {text!r})")
+        raise argparse.ArgumentTypeError(
+            f"must be at most 2**53 = {_MAX_INT} in absolute value (got {text!r})"
+        )
     return int(v)
+
+
+_INT_LITERAL = re.compile(r"[+-]?[0-9]+")
+
+
+def count(text: str) -> int | float:
+    """A count option (``--steps``, ``--dataset-size``, ...): an integer literal is read exactly as
+    an ``int`` (``9007199254740993`` stays itself, where ``float`` would make it ``2**53``; the
+    accounting layer then refuses it above its cap); anything else is a :func:`number`, which
+    the accounting layer accepts only when integral (``1e6``)."""
+    raw = text.strip() if isinstance(text, str) else str(text)
+    if _INT_LITERAL.fullmatch(raw):
+        if len(raw.lstrip("+-0")) > 30:  # far past every cap; int() of 10^7 digits is slow
+            raise argparse.ArgumentTypeError(f"must be at most 2**53 (got a {len(raw)}-digit integer)")
+        return int(raw)
+    v = number(text)
+    if abs(v) >= _MAX_INT:  # a non-integer literal this large was already rounded by float()
+        raise argparse.ArgumentTypeError(f"must be below 2**53 = {_MAX_INT} when not written as an integer")
+    return v

@@ -12,7 +12,7 @@ import argparse
 import math
 from typing import Any
 
-from dptheory.cli.numbers import number
+from dptheory.cli.numbers import count, number
 
 ALGO_NAMES = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m")
 
@@ -90,8 +90,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     g = parser.add_argument_group("sampling and length")
     g.add_argument("--sample-rate", type=number, metavar="Q", help="Poisson rate q in (0, 1] (default B/N)")
     g.add_argument("--batch-size", type=number, metavar="B", help="expected batch size (default: paper's)")
-    g.add_argument("--dataset-size", type=number, metavar="N", help="dataset size (default: paper's)")
-    g.add_argument("--steps", type=number, metavar="T", help="number of steps (default: epochs / q)")
+    g.add_argument("--dataset-size", type=count, metavar="N", help="dataset size (default: paper's)")
+    g.add_argument("--steps", type=count, metavar="T", help="number of steps (default: epochs / q)")
     g.add_argument(
         "--epochs", type=number, metavar="E", help="epochs; steps = ceil(E / q) (default: paper's)"
     )
@@ -147,8 +147,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         metavar="RHO",
         help="rho of the exp schedule, sigma_k = sigma rho^(-k/T) (default 2)",
     )
-    g.add_argument("--projection-dim", type=number, metavar="P", help="projection dim p (default 0.7 d)")
-    g.add_argument("--model-dim", type=number, metavar="D", help="model dim d (default 37354)")
+    g.add_argument("--projection-dim", type=count, metavar="P", help="projection dim p (default 0.7 d)")
+    g.add_argument("--model-dim", type=count, metavar="D", help="model dim d (default 37354)")
     g.add_argument(
         "--projection",
         choices=("fresh", "fixed"),
@@ -162,9 +162,9 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "(default: none, a Gaussian high-probability bound)",
     )
     g = parser.add_argument_group("Clip21-SGD2M (local DP)")
-    g.add_argument("--clients", type=number, metavar="n", help="number of clients (default 10)")
+    g.add_argument("--clients", type=count, metavar="n", help="number of clients (default 10)")
     g.add_argument("--tau", type=number, metavar="TAU", help="message clipping level tau (default 1)")
-    g.add_argument("--rounds", type=number, metavar="T", help="communication rounds (default 1000)")
+    g.add_argument("--rounds", type=count, metavar="T", help="communication rounds (default 1000)")
     g = parser.add_argument_group("accounting")
     if include_mode:
         g.add_argument(
