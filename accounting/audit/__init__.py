@@ -113,7 +113,7 @@ def _audit_dpsgd(p):
     )
     inst = (
         "1-D: the differing example's gradient has norm >= C (clipped to C), all others are 0; "
-        f"T={p.steps} steps, q={p.sample_rate:.6g}, z={p.noise_multiplier:.6g}"
+        f"T={p.steps} steps, q={p.sample_rate!r}, z={p.noise_multiplier!r}"
     )
     checks = [
         ("per-example clipping: ||clip(g, C)|| <= C", True),
@@ -130,7 +130,7 @@ def _audit_clip21(p):
     eps = clip21_epsilon_lower(p.noise_multiplier, t, p.delta)
     inst = (
         "1-D local DP: client i's loss is +G x vs -G x with G >= tau (1 + T beta_hat)/beta, so its "
-        f"message is c = +tau vs -tau every round (distance 2 tau); T={t} rounds, z={p.noise_multiplier:.6g}"
+        f"message is c = +tau vs -tau every round (distance 2 tau); T={t} rounds, z={p.noise_multiplier!r}"
     )
     method = f"exact: T-fold Gaussian = mu-GDP with mu = 2 sqrt(T)/z = {mu:.6g}, closed-form delta(eps)"
     checks = [
@@ -193,7 +193,7 @@ def _audit_d2p2(algo, p, seed):
         f"{how}; the differing example's normalised gradient u (||u|| -> 1) gives projected sensitivity "
         f"s = ||A^T u||/sqrt(p) {'>=' if fresh else '='} {factor:.6g}; others 0; T={p.steps}, "
         f"q={p.sample_rate:.6g}, "
-        f"schedule {p.schedule}, z={p.noise_multiplier:.6g}"
+        f"schedule {p.schedule}, z={p.noise_multiplier!r}"
     )
     checks = [
         ("per-example normalisation g/(||g|| + gamma): sensitivity of the unprojected sum <= 1", True),
