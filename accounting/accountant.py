@@ -259,7 +259,8 @@ class RdpAccountant:
                 raise
             raise InvalidParameter("state", f"{err.option}: {err.message}") from None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
-            raise InvalidParameter("state", f"{type(err).__name__}: {err!s:.200}") from None
+            why = f"{err!s:.200}" if type(err) is ValueError else f"{type(err).__name__}: {err!s:.200}"
+            raise InvalidParameter("state", why) from None
 
     def _load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:

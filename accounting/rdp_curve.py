@@ -16,6 +16,7 @@ __all__ = ["RdpCurve", "check_curve"]
 #: ``dropped`` reason of an order whose value was NaN (a curve given with NaN is refused where
 #: it enters an accountant, :func:`check_curve`; computed NaN are the accounting layer's own).
 NAN_REASON = "RDP value is NaN"
+NEG_INF_REASON = "RDP value is -inf"
 
 
 def _merge_dropped(*lists: tuple[tuple[float, str], ...]) -> tuple[tuple[float, str], ...]:
@@ -68,7 +69,14 @@ class RdpCurve:
         dropped_set = {o for o, _ in dropped}
         # Anything not finite must be explained; anything explained must be unusable.
         extra = [
-            (float(o), NAN_REASON if np.isnan(r) else "RDP value is not finite (overflow)")
+            (
+                float(o),
+                NAN_REASON
+                if np.isnan(r)
+                else NEG_INF_REASON
+                if r < 0
+                else "RDP value is not finite (overflow)",
+            )
             for o, r in zip(orders[~np.isfinite(rdp)], rdp[~np.isfinite(rdp)], strict=True)  # vectorised
             if float(o) not in dropped_set
         ]
@@ -143,7 +151,8 @@ def check_curve(curve: RdpCurve, option: str = "curve") -> RdpCurve:
             f"RDP must be >= 0 at every order (got {float(curve.rdp[k])!r} at order "
             f"{float(curve.orders[k]):g}); a negative value would lower epsilon",
         )
-    nan = [o for o, reason in curve.dropped if NAN_REASON in reason]
-    if nan:
-        raise InvalidParameter(option, f"RDP must not be NaN (got NaN at order {nan[0]:g})")
+    for bad in (NAN_REASON, NEG_INF_REASON):
+        where = [o for o, reason in curve.dropped if bad in reason]
+        if where:
+            raise InvalidParameter(option, f"RDP must be a number >= 0 ({bad} at order {where[0]:g})")
     return curve
