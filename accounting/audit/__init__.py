@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from accounting.audit.result import AuditResult
+from accounting.errors import python_names
 
 __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]
 
@@ -41,6 +42,7 @@ def _mode_epsilon(algo, params, mode: str) -> tuple[float | None, str | None]:
         return None, f"{mode}: {exc}"
 
 
+@python_names
 def run_audit(
     params: Any,
     *,
@@ -62,7 +64,9 @@ def run_audit(
         raise InvalidParameter("--delta", "is required (a number in (0, 1))")
     samples = validate.positive_int("--samples", samples)
     confidence = validate.open_unit("--confidence", confidence)
-    seed = int(validate.nonnegative("--seed", seed))
+    if validate.nonnegative("--seed", seed) != int(seed):
+        raise InvalidParameter("--seed", f"must be an integer >= 0 (got {seed!r})")
+    seed = int(seed)
 
     name = algo.name
     if name == "dpsgd":
