@@ -57,6 +57,18 @@ def _zero_curve(orders: np.ndarray) -> RdpCurve:
     return RdpCurve.zeros(orders)
 
 
+#: Deepest nesting of composed events (ours are at most 3 deep); deeper ones are refused when built
+#: or restored, instead of exhausting Python's recursion limit when evaluated.
+MAX_DEPTH = 64
+
+
+def _set_depth(event: Any, children: tuple[Any, ...]) -> None:
+    depth = 1 + max((getattr(c, "_depth", 0) for c in children), default=0)
+    if depth > MAX_DEPTH:
+        raise InvalidParameter("event", f"composed events nested deeper than {MAX_DEPTH} levels")
+    object.__setattr__(event, "_depth", depth)
+
+
 def _check_mechanism(event: Any) -> None:
     # A programming error, not bad user input: TypeError rather than InvalidParameter.
     if not callable(getattr(event, "rdp", None)):
@@ -235,6 +247,7 @@ class SelfComposedEvent:
     def __post_init__(self) -> None:
         _check_mechanism(self.event)
         object.__setattr__(self, "count", validate.positive_int("--steps", self.count))
+        _set_depth(self, (self.event,))
 
     def rdp(self, orders: Sequence[float] | np.ndarray) -> RdpCurve:
         return self.event.rdp(_orders_array(orders)).scaled(self.count)
@@ -256,6 +269,7 @@ class ComposedEvent:
         for e in events:
             _check_mechanism(e)
         object.__setattr__(self, "events", events)
+        _set_depth(self, events)
 
     def rdp(self, orders: Sequence[float] | np.ndarray) -> RdpCurve:
         o = _orders_array(orders)
@@ -395,11 +409,6 @@ def event_to_dict(event: Any) -> dict[str, Any]:
     if isinstance(event, RdpCurveEvent):
         return {"kind": "rdp_curve", "label": event.label, "curve": curve_to_dict(event.curve)}
     raise TypeError(f"cannot serialise {type(event).__name__}; wrap it in RdpCurveEvent(event.rdp(orders))")
-
-
-#: Deepest nesting of composed events a checkpoint may hold (ours write depth <= 3); deeper
-#: input is refused instead of exhausting Python's recursion limit.
-MAX_DEPTH = 64
 
 
 def event_from_dict(d: dict[str, Any], _depth: int = 0) -> Any:

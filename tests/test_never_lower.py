@@ -318,3 +318,26 @@ def test_opacus_replayed_checkpoint_keeps_whole_counts():
     for bad in ([(1.0, 0.01, 2.7)], [(1.0, 0.01)], [(-1.0, 0.01, 1)], [(1.0, 2.0, 1)], "x"):
         with pytest.raises(InvalidParameter):
             DptheoryAccountant().load_state_dict({"history": bad, "mechanism": "rdp"})
+
+
+def test_deeply_nested_events_are_refused_not_a_recursion_error():
+    from accounting.events import MAX_DEPTH, ComposedEvent, GaussianEvent
+
+    for wrap in (lambda e: SelfComposedEvent(e, 1), lambda e: ComposedEvent((e,))):
+        e = GaussianEvent(1.0)
+        with pytest.raises(InvalidParameter) as info:
+            for _ in range(5000):
+                e = wrap(e)
+        assert info.value.option == "event"
+        a = RdpAccountant()
+        a.compose(e)  # the deepest allowed one still composes, to the value of one Gaussian
+        assert a.get_epsilon(DELTA) == pytest.approx(_one_gaussian(), rel=1e-12)
+        assert e._depth == MAX_DEPTH
+
+
+def _one_gaussian() -> float:
+    from accounting.events import GaussianEvent
+
+    a = RdpAccountant()
+    a.compose(GaussianEvent(1.0))
+    return a.get_epsilon(DELTA)
