@@ -341,3 +341,16 @@ def _one_gaussian() -> float:
     a = RdpAccountant()
     a.compose(GaussianEvent(1.0))
     return a.get_epsilon(DELTA)
+
+
+def test_opacus_accountant_checks_delta_on_every_path():
+    pytest.importorskip("opacus")
+    from dptheory.integrations.opacus.accountant import DptheoryAccountant
+
+    empty, zero = DptheoryAccountant(), DptheoryAccountant()
+    zero.step(noise_multiplier=0.0, sample_rate=0.1)
+    for acc in (empty, zero):
+        for bad in ("1e-5", True, 2.0, math.nan):
+            with pytest.raises(InvalidParameter) as info:
+                acc.get_epsilon(bad)
+            assert info.value.option == "delta"

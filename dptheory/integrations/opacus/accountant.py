@@ -123,6 +123,9 @@ class DptheoryAccountant(IAccountant):
 
     def get_privacy_spent(self, *, delta: float, method: str = "improved") -> tuple[float, float]:
         """``(epsilon, optimal order)`` (order NaN where the certified bound has none)."""
+        from accounting import validate
+
+        delta = validate.open_unit("delta", delta)  # also before the inf and 0 answers
         if self._nonprivate:
             return math.inf, math.nan
         if self._certified is None:
