@@ -124,7 +124,7 @@ def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
         return tuple(float(o) for o in parse_orders(orders))
     from accounting.orders import check_orders
 
-    return tuple(float(o) for o in check_orders(orders))
+    return tuple(float(o) for o in check_orders(validate.real_array("--orders", orders)))
 
 
 DEFAULTS = (None, "paper")

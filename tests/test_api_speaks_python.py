@@ -182,3 +182,10 @@ def test_the_command_line_keeps_its_spelling():
     assert proc.stderr.strip().splitlines() == [
         "dptheory epsilon: error: --steps: must be an integer >= 1 (got 10.5)"
     ]
+
+
+@pytest.mark.parametrize("orders", [["2", "3"], [2.0, True], {2.0: 1}, [1e9], [[2.0, 3.0]]])
+def test_api_orders_are_numbers_within_the_cap(orders):
+    with pytest.raises(InvalidParameter) as info:
+        dptheory.epsilon(noise_multiplier=1.0, orders=orders, **BASE)
+    assert info.value.option == "orders"
