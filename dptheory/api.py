@@ -16,6 +16,7 @@ exact root. ``target="steps"`` returns the largest number of steps for a fixed z
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -86,6 +87,8 @@ def build_params(
     if noise_multiplier is not None:
         fields["noise_multiplier"] = validate.positive("--noise-multiplier", noise_multiplier)
     if schedule_file is not None:
+        if not isinstance(schedule_file, str | os.PathLike):
+            raise InvalidParameter("--schedule-file", f"must be a path (got {type(schedule_file).__name__})")
         if "schedule_values" in fields:
             raise InvalidParameter("--schedule-file", "give either schedule_file or schedule_values")
         fields["schedule_values"] = _read_schedule(schedule_file)

@@ -189,3 +189,17 @@ def test_api_orders_are_numbers_within_the_cap(orders):
     with pytest.raises(InvalidParameter) as info:
         dptheory.epsilon(noise_multiplier=1.0, orders=orders, **BASE)
     assert info.value.option == "orders"
+
+
+def test_no_untyped_exceptions_on_odd_values():
+    """TypeError/ValueError/OverflowError leaked from clip21's steps and a non-path schedule_file."""
+    cases = [
+        (dict(algo="clip21sgd2m", rounds=10, steps=object()), "steps"),
+        (dict(algo="clip21sgd2m", rounds=10, steps=math.nan), "steps"),
+        (dict(algo="clip21sgd2m", rounds=10, steps=10.9), "steps"),  # was cut to 10 == rounds
+        (dict(algo="dpsgd", sample_rate=0.01, steps=10, schedule_file=object()), "schedule_file"),
+    ]
+    for kwargs, key in cases:
+        with pytest.raises(InvalidParameter) as info:
+            dptheory.epsilon(noise_multiplier=1.0, delta=DELTA, **kwargs)
+        assert info.value.option == key
