@@ -354,3 +354,19 @@ def test_opacus_accountant_checks_delta_on_every_path():
             with pytest.raises(InvalidParameter) as info:
                 acc.get_epsilon(bad)
             assert info.value.option == "delta"
+
+
+def test_opacus_step_refuses_text_and_bools():
+    pytest.importorskip("opacus")
+    from dptheory.integrations.opacus.accountant import DptheoryAccountant
+
+    acc = DptheoryAccountant()
+    for kwargs, key in (
+        (dict(noise_multiplier="1", sample_rate=0.1), "noise_multiplier"),
+        (dict(noise_multiplier=-1.0, sample_rate=0.1), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sample_rate=True), "sample_rate"),
+    ):
+        with pytest.raises(InvalidParameter) as info:
+            acc.step(**kwargs)
+        assert info.value.option == key
+    assert len(acc) == 0

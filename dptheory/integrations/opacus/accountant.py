@@ -55,7 +55,10 @@ class DptheoryAccountant(IAccountant):
                 f"this accountant certifies a {self._certified['algo']} run; a DP-SGD step cannot be "
                 "added to it (use a separate DptheoryAccountant)"
             )
-        z, q = float(noise_multiplier), float(sample_rate)
+        from accounting import validate
+
+        z = validate.nonnegative("noise_multiplier", noise_multiplier)  # z = 0: no privacy (below)
+        q = validate.rate("sample_rate", sample_rate)
         if z == 0.0:
             self._nonprivate = True  # Opacus allows z = 0 (no privacy): epsilon is inf from now on
         else:
