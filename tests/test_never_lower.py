@@ -153,7 +153,7 @@ def test_non_integral_steps_are_refused_by_the_api(steps):
     assert info.value.option == "steps"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(epochs=st.floats(0.05, 20.0), batches=st.integers(1, 500))
 def test_epochs_are_rounded_up_to_whole_steps(epochs, batches):
     """steps = ceil(E / q) (API) and ceil(E x len(loader)) (Opacus engine): never fewer steps."""
