@@ -44,7 +44,7 @@ import numpy as np
 
 from accounting import validate
 from accounting.conversion import EpsilonResult, rdp_to_epsilon
-from accounting.errors import InvalidParameter
+from accounting.errors import InvalidParameter, python_names
 from accounting.events import (
     ComposedEvent,
     GaussianEvent,
@@ -57,8 +57,9 @@ from accounting.events import (
     event_from_dict,
     event_to_dict,
 )
-from accounting.orders import DEFAULT_ORDERS
+from accounting.orders import DEFAULT_ORDERS, MAX_ORDER
 from accounting.rdp import RdpCurve
+from accounting.rdp_curve import check_curve
 from accounting.step_groups import EVALUATIONS, StepGroups, as_steps
 
 __all__ = ["RdpAccountant", "STATE_FORMAT", "STATE_VERSION"]
@@ -92,12 +93,16 @@ class RdpAccountant:
     distinct step evaluated exactly, about 1 ms each); see :mod:`accounting.step_groups`.
     """
 
+    @python_names
     def __init__(
         self, orders: Sequence[float] | np.ndarray | None = None, *, evaluation: str = "auto"
     ) -> None:
-        o = np.array(DEFAULT_ORDERS if orders is None else orders, dtype=float)
-        if o.ndim != 1 or o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1):
-            raise InvalidParameter("--orders", "must be a non-empty list of finite orders > 1")
+        given = DEFAULT_ORDERS if orders is None else validate.real_array("--orders", orders)
+        o = np.array(given, dtype=float)
+        if o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1) or np.any(o > MAX_ORDER):
+            raise InvalidParameter(
+                "--orders", f"must be a non-empty list of finite orders in (1, {MAX_ORDER:g}] (the CLI's cap)"
+            )
         if evaluation not in EVALUATIONS:
             raise InvalidParameter(
                 "evaluation", f"must be one of {', '.join(EVALUATIONS)} (got {evaluation!r})"
@@ -154,6 +159,7 @@ class RdpAccountant:
         return self._total
 
     # -------------------------------------------------------------- composing
+    @python_names(**{"--steps": "count"})
     def step(self, *, noise_multiplier: float, sample_rate: float = 1.0, count: int = 1) -> None:
         """Account for ``count`` Poisson-subsampled Gaussian steps (rate 1 = full batch)."""
         count = validate.positive_int("--steps", count)
@@ -166,11 +172,13 @@ class RdpAccountant:
         self._steps.add(float(single.sample_rate), float(single.noise_multiplier), count)
         self._eps_cache.clear()
 
+    @python_names(**{"--steps": "count"})
     def compose(self, event: Any, count: int = 1) -> None:
         """Account for ``count`` repetitions of ``event``.
 
         ``event`` is one of :mod:`accounting.events`, any object with ``rdp(orders) -> RdpCurve``,
-        or an :class:`RdpCurve` computed on this accountant's orders.
+        or an :class:`RdpCurve` computed on this accountant's orders.  A curve with a negative or
+        NaN entry is refused (:func:`accounting.rdp_curve.check_curve`): it would lower epsilon.
         """
         count = validate.positive_int("--steps", count)
         if isinstance(event, RdpCurve):
@@ -182,7 +190,7 @@ class RdpAccountant:
             event = RdpCurveEvent(rdp(self._orders), label=getattr(event, "label", type(event).__name__))
         steps = as_steps(event)
         if steps is None:
-            curve = event.rdp(self._orders)
+            curve = check_curve(event.rdp(self._orders), "event")
             if count > 1:
                 curve = curve.scaled(count)
             self._other = self._other + curve
@@ -193,6 +201,7 @@ class RdpAccountant:
         self._eps_cache.clear()
 
     # ------------------------------------------------------------- reporting
+    @python_names
     def get_epsilon_result(self, delta: float, *, method: str = "improved") -> EpsilonResult:
         """Full conversion result (epsilon, optimal order, edge warnings) for ``delta``."""
         delta = validate.open_unit("--delta", delta)
@@ -203,6 +212,7 @@ class RdpAccountant:
             self._eps_cache[key] = res
         return res
 
+    @python_names
     def get_epsilon(self, delta: float, method: str = "improved") -> float:
         """Smallest epsilon over the order grid such that the history is (epsilon, delta)-DP."""
         return float(self.get_epsilon_result(delta, method=method).epsilon)
@@ -238,7 +248,21 @@ class RdpAccountant:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace this accountant's state (orders and rule included) by ``state`` from
         :meth:`state_dict` (this version or version 1); see the module docstring for how the
-        stored total is verified."""
+        stored total is verified.  A malformed or inconsistent state raises
+        :class:`InvalidParameter` (a ValueError) naming ``state`` and leaves this accountant as
+        it was.  A state edited consistently everywhere (history and total together) cannot be
+        told from a genuine one without a signature (docs/api.md, "Checkpoints")."""
+        try:
+            self._load_state_dict(state)
+        except InvalidParameter as err:
+            if err.option == "state":
+                raise
+            raise InvalidParameter("state", f"{err.option}: {err.message}") from None
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+            why = f"{err!s:.200}" if type(err) is ValueError else f"{type(err).__name__}: {err!s:.200}"
+            raise InvalidParameter("state", why) from None
+
+    def _load_state_dict(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise ValueError(f"not an RdpAccountant state dict (expected format {STATE_FORMAT!r})")
         version = state.get("version")
@@ -251,7 +275,9 @@ class RdpAccountant:
         evaluation = state.get("evaluation", "auto")
         if evaluation not in EVALUATIONS:
             raise ValueError(f"RdpAccountant state dict has an unknown evaluation {evaluation!r}")
-        orders = np.array([float(o) for o in state["orders"]], dtype=float)
+        orders = np.array(validate.real_array("orders", state["orders"]), dtype=float)
+        if not isinstance(state["history"], list):
+            raise ValueError("RdpAccountant state dict: 'history' must be a list")
         history = [event_from_dict(d) for d in state["history"]]
         stored = curve_from_dict(state["total"])
         if not np.array_equal(stored.orders, orders):
@@ -284,8 +310,8 @@ class RdpAccountant:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> RdpAccountant:
-        acc = cls(orders=state.get("orders") if isinstance(state, dict) else None)
-        acc.load_state_dict(state)
+        acc = cls()
+        acc.load_state_dict(state)  # sets the orders (and checks them) from the state
         return acc
 
 

@@ -28,6 +28,7 @@ from accounting import validate
 from accounting.errors import InvalidParameter
 from accounting.json_floats import json_float
 from accounting.rdp import RdpCurve, gaussian_rdp, subsampled_gaussian_rdp
+from accounting.rdp_curve import check_curve
 
 __all__ = [
     "Mechanism",
@@ -55,6 +56,18 @@ def _orders_array(orders: Sequence[float] | np.ndarray) -> np.ndarray:
 
 def _zero_curve(orders: np.ndarray) -> RdpCurve:
     return RdpCurve.zeros(orders)
+
+
+#: Deepest nesting of composed events (ours are at most 3 deep); deeper ones are refused when built
+#: or restored, instead of exhausting Python's recursion limit when evaluated.
+MAX_DEPTH = 64
+
+
+def _set_depth(event: Any, children: tuple[Any, ...]) -> None:
+    depth = 1 + max((getattr(c, "_depth", 0) for c in children), default=0)
+    if depth > MAX_DEPTH:
+        raise InvalidParameter("event", f"composed events nested deeper than {MAX_DEPTH} levels")
+    object.__setattr__(event, "_depth", depth)
 
 
 def _check_mechanism(event: Any) -> None:
@@ -242,6 +255,7 @@ class SelfComposedEvent:
     def __post_init__(self) -> None:
         _check_mechanism(self.event)
         object.__setattr__(self, "count", validate.positive_int("--steps", self.count))
+        _set_depth(self, (self.event,))
 
     def rdp(self, orders: Sequence[float] | np.ndarray) -> RdpCurve:
         return self.event.rdp(_orders_array(orders)).scaled(self.count)
@@ -263,6 +277,7 @@ class ComposedEvent:
         for e in events:
             _check_mechanism(e)
         object.__setattr__(self, "events", events)
+        _set_depth(self, events)
 
     def rdp(self, orders: Sequence[float] | np.ndarray) -> RdpCurve:
         o = _orders_array(orders)
@@ -293,6 +308,7 @@ class RdpCurveEvent:
     def __post_init__(self) -> None:
         if not isinstance(self.curve, RdpCurve):
             raise TypeError(f"RdpCurveEvent needs an RdpCurve (got {type(self.curve).__name__})")
+        check_curve(self.curve, "curve")  # negative or NaN RDP would lower epsilon
         object.__setattr__(self, "label", str(self.label))
 
     def rdp(self, orders: Sequence[float] | np.ndarray) -> RdpCurve:
@@ -356,11 +372,18 @@ def curve_to_dict(curve: RdpCurve) -> dict[str, Any]:
 
 
 def curve_from_dict(d: dict[str, Any]) -> RdpCurve:
-    return RdpCurve(
-        orders=np.array([_float_from_json(v) for v in d["orders"]], dtype=float),
-        rdp=np.array([_float_from_json(v) for v in d["rdp"]], dtype=float),
-        dropped=tuple((_float_from_json(o), str(r)) for o, r in d["dropped"]),
-    )
+    """Inverse of :func:`curve_to_dict`; a negative or NaN entry is refused (:func:`check_curve`)."""
+    try:
+        curve = RdpCurve(
+            orders=np.array([_float_from_json(v) for v in d["orders"]], dtype=float),
+            rdp=np.array([_float_from_json(v) for v in d["rdp"]], dtype=float),
+            dropped=tuple((_float_from_json(o), str(r)) for o, r in d["dropped"]),
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as err:
+        if isinstance(err, InvalidParameter):
+            raise InvalidParameter("state", f"malformed RDP curve ({err.message})") from None
+        raise InvalidParameter("state", f"malformed RDP curve ({type(err).__name__}: {err!s:.80})") from None
+    return check_curve(curve, "state")
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
@@ -393,20 +416,29 @@ def event_to_dict(event: Any) -> dict[str, Any]:
     raise TypeError(f"cannot serialise {type(event).__name__}; wrap it in RdpCurveEvent(event.rdp(orders))")
 
 
-def event_from_dict(d: dict[str, Any]) -> Any:
-    """Inverse of :func:`event_to_dict` (parameters are re-validated)."""
+def event_from_dict(d: dict[str, Any], _depth: int = 0) -> Any:
+    """Inverse of :func:`event_to_dict` (parameters are re-validated; a malformed entry raises
+    :class:`InvalidParameter` naming ``state``, never KeyError, IndexError or RecursionError)."""
+    if _depth > MAX_DEPTH:
+        raise InvalidParameter("state", f"events nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(d, dict):
+        raise InvalidParameter("state", f"an event must be a dict (got {type(d).__name__})")
     kind = d.get("kind")
-    if kind == "gaussian":
-        return GaussianEvent(d["noise_multiplier"], d["sensitivity"])
-    if kind == "subsampled_gaussian":
-        return SubsampledGaussianEvent(d["sample_rate"], d["noise_multiplier"])
-    if kind == "schedule":
-        q = d["sample_rate"]
-        return ScheduleEvent(q if not isinstance(q, list) else tuple(q), tuple(d["noise_multipliers"]))
-    if kind == "self_composed":
-        return SelfComposedEvent(event_from_dict(d["event"]), d["count"])
-    if kind == "composed":
-        return ComposedEvent(tuple(event_from_dict(e) for e in d["events"]))
-    if kind == "rdp_curve":
-        return RdpCurveEvent(curve_from_dict(d["curve"]), d["label"])
-    raise ValueError(f"unknown event kind {kind!r} in state dict")
+    try:
+        if kind == "gaussian":
+            return GaussianEvent(d["noise_multiplier"], d["sensitivity"])
+        if kind == "subsampled_gaussian":
+            return SubsampledGaussianEvent(d["sample_rate"], d["noise_multiplier"])
+        if kind == "schedule":
+            q = d["sample_rate"]
+            return ScheduleEvent(q if not isinstance(q, list) else tuple(q), tuple(d["noise_multipliers"]))
+        if kind == "self_composed":
+            return SelfComposedEvent(event_from_dict(d["event"], _depth + 1), d["count"])
+        if kind == "composed":
+            return ComposedEvent(tuple(event_from_dict(e, _depth + 1) for e in d["events"]))
+        if kind == "rdp_curve":
+            return RdpCurveEvent(curve_from_dict(d["curve"]), d["label"])
+    except (KeyError, IndexError, TypeError) as err:
+        why = f"{type(err).__name__}: {err!s:.80}"
+        raise InvalidParameter("state", f"malformed {kind} event ({why})") from None
+    raise InvalidParameter("state", f"unknown event kind {kind!r:.80} in state dict")

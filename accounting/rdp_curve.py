@@ -11,7 +11,12 @@ import numpy as np
 from accounting import validate
 from accounting.errors import InvalidParameter
 
-__all__ = ["RdpCurve"]
+__all__ = ["RdpCurve", "check_curve"]
+
+#: ``dropped`` reason of an order whose value was NaN (a curve given with NaN is refused where
+#: it enters an accountant, :func:`check_curve`; computed NaN are the accounting layer's own).
+NAN_REASON = "RDP value is NaN"
+NEG_INF_REASON = "RDP value is -inf"
 
 
 def _merge_dropped(*lists: tuple[tuple[float, str], ...]) -> tuple[tuple[float, str], ...]:
@@ -64,8 +69,15 @@ class RdpCurve:
         dropped_set = {o for o, _ in dropped}
         # Anything not finite must be explained; anything explained must be unusable.
         extra = [
-            (float(o), "RDP value is not finite (overflow)")
-            for o in orders[~np.isfinite(rdp)]  # vectorised: curves are built once per step
+            (
+                float(o),
+                NAN_REASON
+                if np.isnan(r)
+                else NEG_INF_REASON
+                if r < 0
+                else "RDP value is not finite (overflow)",
+            )
+            for o, r in zip(orders[~np.isfinite(rdp)], rdp[~np.isfinite(rdp)], strict=True)  # vectorised
             if float(o) not in dropped_set
         ]
         if extra:
@@ -120,3 +132,27 @@ class RdpCurve:
             r = np.where(np.isfinite(self.rdp), self.rdp * k, np.inf)
         bounded = tuple((o, g * k) for o, g in self.bounded) if k > 0 else ()
         return RdpCurve(self.orders, r, self.dropped, bounded)
+
+
+def check_curve(curve: RdpCurve, option: str = "curve") -> RdpCurve:
+    """``curve`` if it can enter an accountant: no negative entry and no NaN.
+
+    RDP is a Renyi divergence, never negative: a negative entry would *lower* every epsilon the
+    composition reports (``-100`` at every order turns 7.9 into 0), and a NaN is no bound at all.
+    Every place a curve comes from outside the accounting layer (``RdpAccountant.compose``,
+    :class:`accounting.events.RdpCurveEvent`, a restored checkpoint) calls this."""
+    if not isinstance(curve, RdpCurve):
+        raise InvalidParameter(option, f"must be an RdpCurve (got {type(curve).__name__})")
+    neg = np.flatnonzero(curve.rdp < 0)
+    if neg.size:
+        k = int(neg[0])
+        raise InvalidParameter(
+            option,
+            f"RDP must be >= 0 at every order (got {float(curve.rdp[k])!r} at order "
+            f"{float(curve.orders[k]):g}); a negative value would lower epsilon",
+        )
+    for bad in (NAN_REASON, NEG_INF_REASON):
+        where = [o for o, reason in curve.dropped if bad in reason]
+        if where:
+            raise InvalidParameter(option, f"RDP must be a number >= 0 ({bad} at order {where[0]:g})")
+    return curve

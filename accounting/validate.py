@@ -3,17 +3,42 @@
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping, Set
+from decimal import Decimal
 
 import numpy as np
 
 from accounting.errors import InvalidParameter
 
+#: The largest count (steps, dataset size, samples, ...) accepted: above 2**53 a float no longer
+#: holds every integer, so ``9007199254740993`` would silently become ``2**53``.
+MAX_COUNT = 2**53
+
+
+def is_real(value: object) -> bool:
+    """A real number as Python means it: ``int``, ``float``, numpy scalars (and 0-d arrays) of an
+    integer or floating dtype, ``Fraction``, ``Decimal``.  Not ``bool`` (``steps=True`` is a
+    mistake, not 1), not ``str`` (``eps='2'``): the API speaks Python, it does not parse text."""
+    if isinstance(value, bool | np.bool_):
+        return False
+    if isinstance(value, numbers.Real | Decimal):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
 
 def _finite(option: str, value: float) -> float:
+    if not is_real(value):
+        raise InvalidParameter(option, f"must be a number, not {type(value).__name__} (got {_shown(value)})")
     try:
         v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameter(option, f"must be a number (got {value!r})") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameter(option, f"must be a finite number (got {_shown(value)})") from None
     if math.isnan(v) or math.isinf(v):
         raise InvalidParameter(option, f"must be a finite number (got {value!r})")
     return v
@@ -52,18 +77,64 @@ def rate(option: str, value: float) -> float:
 
 
 def positive_int(option: str, value: int | float) -> int:
-    """An integer >= 1 (floats with an integral value are accepted)."""
-    v = _finite(option, value)
-    if v != int(v) or v < 1:
-        raise InvalidParameter(option, f"must be an integer >= 1 (got {value!r})")
-    return int(v)
+    """An integer in [1, :data:`MAX_COUNT`] (floats with an integral value are accepted).
+
+    Integers are checked exactly (``float(2**53 + 1)`` is ``2**53``); a count is never rounded
+    here: a caller that derives one (steps from epochs) rounds up itself."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        n = int(value)
+    else:
+        v = _finite(option, value)
+        if v != math.floor(v):
+            raise InvalidParameter(option, f"must be an integer >= 1 (got {_shown(value)})")
+        if abs(v) >= MAX_COUNT:  # a float this large may already be a rounded integer
+            raise InvalidParameter(
+                option, f"must be below 2**53 = {MAX_COUNT} unless given as an int (got {_shown(value)})"
+            )
+        n = int(v)
+    if n < 1:
+        raise InvalidParameter(option, f"must be an integer >= 1 (got {_shown(value)})")
+    if n > MAX_COUNT:
+        raise InvalidParameter(
+            option, f"must be at most 2**53 = {MAX_COUNT}, where floats stop holding every integer (got {n})"
+        )
+    return n
+
+
+def real_array(option: str, values: object) -> np.ndarray:
+    """:func:`_real_values`, one-dimensional."""
+    arr = _real_values(option, values)
+    if arr.ndim != 1:
+        raise InvalidParameter(option, f"must be one-dimensional (got shape {arr.shape})")
+    return arr
+
+
+def _real_values(option: str, values: object) -> np.ndarray:
+    """A sequence of real numbers as a float array: a ``str`` is not a sequence of digits,
+    a dict is not its keys, a set has no order and ``True`` is not 1."""
+    if isinstance(values, str | bytes | Mapping | Set | bool | np.bool_):
+        raise InvalidParameter(option, f"must be a sequence of numbers (got {type(values).__name__})")
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise InvalidParameter(option, "must be a sequence of numbers") from None
+    if arr.dtype.kind == "O" and arr.ndim == 1:
+        if not all(is_real(v) for v in arr):
+            raise InvalidParameter(option, "must be a sequence of numbers")
+        arr = arr.astype(float)
+    elif arr.dtype.kind not in "iuf":
+        raise InvalidParameter(option, f"must be a sequence of numbers (got {arr.dtype.kind!r} entries)")
+    elif (
+        arr.dtype.kind == "f"
+        and isinstance(values, list | tuple)
+        and any(isinstance(v, bool | np.bool_) for v in values)
+    ):
+        raise InvalidParameter(option, "must be a sequence of numbers (got a bool)")
+    return arr.astype(float)
 
 
 def _finite_array(option: str, values: object) -> np.ndarray:
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidParameter(option, "must be numbers") from None
+    arr = _real_values(option, values)
     if arr.size == 0:
         raise InvalidParameter(option, "must not be empty")
     if not np.all(np.isfinite(arr)):

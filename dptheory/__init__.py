@@ -1,7 +1,8 @@
 """dptheory: how much noise does a private optimizer need, and how private is it really?
 
 The stable Python API lives here; it stays light (no torch, sympy or matplotlib at import).
-``calibrate``, ``epsilon``, ``audit`` (``accounting.audit.run_audit``), ``PrivacyReport``,
+``calibrate``, ``epsilon``, ``compare`` (claimed, certified and audit side by side), ``audit``
+(``accounting.audit.run_audit``), ``PrivacyReport``,
 ``AuditResult``, ``RdpAccountant`` (the stateful accountant for trainers) and the errors a caller
 catches (``InvalidParameter``, a ValueError, and its subclasses ``UnreachableTarget`` and
 ``NotCertified``) are loaded on first use (module ``__getattr__``), so ``import dptheory`` costs
@@ -18,6 +19,7 @@ __all__ = [
     "__version__",
     "calibrate",
     "epsilon",
+    "compare",
     "audit",
     "PrivacyReport",
     "AuditResult",
@@ -30,6 +32,7 @@ __all__ = [
 _LAZY = {
     "calibrate": ("dptheory.api", "calibrate"),
     "epsilon": ("dptheory.api", "epsilon"),
+    "compare": ("dptheory.api", "compare"),
     "PrivacyReport": ("accounting.algorithms.base", "PrivacyReport"),
     "RdpAccountant": ("accounting.accountant", "RdpAccountant"),
     "audit": ("accounting.audit", "run_audit"),

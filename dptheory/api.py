@@ -16,13 +16,14 @@ exact root. ``target="steps"`` returns the largest number of steps for a fixed z
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from accounting import validate
 from accounting.algorithms.base import PrivacyParams, PrivacyReport
-from accounting.errors import InvalidParameter, UnreachableTarget
+from accounting.errors import InvalidParameter, NotCertified, UnreachableTarget, python_names
 
 if TYPE_CHECKING:
     from accounting.audit.result import AuditResult
@@ -59,6 +60,7 @@ _OPTION_FIELDS = (
 )
 
 
+@python_names
 def build_params(
     *,
     algo: str,
@@ -88,11 +90,14 @@ def build_params(
     if noise_multiplier is not None:
         fields["noise_multiplier"] = validate.positive("--noise-multiplier", noise_multiplier)
     if schedule_file is not None:
+        if not isinstance(schedule_file, str | os.PathLike):
+            raise InvalidParameter("--schedule-file", f"must be a path (got {type(schedule_file).__name__})")
         if "schedule_values" in fields:
             raise InvalidParameter("--schedule-file", "give either schedule_file or schedule_values")
         fields["schedule_values"] = _read_schedule(schedule_file)
     if "schedule_values" in fields:
-        fields["schedule_values"] = tuple(float(v) for v in fields["schedule_values"])
+        values = validate.real_array("--schedule-values", fields["schedule_values"])
+        fields["schedule_values"] = tuple(values.tolist())
     if orders is not None:
         fields["orders"] = _parse_orders(orders)
     c2 = fields.get("c2")
@@ -105,13 +110,9 @@ def build_params(
     if isinstance(c2, str) and c2.strip().lower() == "auto" and algo != "dicesgd":
         raise InvalidParameter("--c2", f"does not apply to --algo {algo}")
     if isinstance(c2, str):
-        if c2.strip().lower() != "auto":
-            try:
-                fields["c2"] = float(c2)
-            except ValueError:
-                raise InvalidParameter("--c2", f"must be a number > 0 or 'auto' (got {c2!r})") from None
-        else:
-            fields["c2"] = "auto"
+        if c2.strip().lower() != "auto":  # a number is passed as a number, not as text
+            raise InvalidParameter("--c2", f"must be a number > 0 or 'auto' (got {c2!r:.80})")
+        fields["c2"] = "auto"
     return PrivacyParams(algo=algo, conversion=conv, **fields)
 
 
@@ -129,7 +130,7 @@ def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
         return tuple(float(o) for o in parse_orders(orders))
     from accounting.orders import check_orders
 
-    return tuple(float(o) for o in check_orders(orders))
+    return tuple(float(o) for o in check_orders(validate.real_array("--orders", orders)))
 
 
 DEFAULTS = (None, "paper")
@@ -245,6 +246,7 @@ def _with_extra(report: PrivacyReport, extra: list[str]) -> PrivacyReport:
     return replace(report, defaults_assumed=tuple(report.defaults_assumed) + tuple(extra))
 
 
+@python_names
 def epsilon(
     *,
     noise_multiplier: float | None = None,
@@ -338,6 +340,7 @@ def _coarse_start(eps_of: Callable[[float], float], eps: float) -> float | None:
             return None
 
 
+@python_names
 def calibrate(
     *,
     eps: float,
@@ -468,6 +471,7 @@ def _dpsgd_noise_for(p: PrivacyParams, eps: float) -> float:
     return z
 
 
+@python_names
 def compare(
     *,
     delta: float,
@@ -484,12 +488,24 @@ def compare(
 ) -> dict[str, Any]:
     """Claimed, certified and audit side by side (``--compare``).
 
-    With ``eps`` the noise is first calibrated in ``mode`` (default: the algorithm's default
-    mode); all three are then evaluated at that noise multiplier. Each entry is a report, or a
-    string saying why it is not available. The audit uses ``accounting.audit.run_audit``.
+    Give exactly one of ``eps`` (the noise is first calibrated in ``mode``, default the
+    algorithm's default mode) and ``noise_multiplier``; all three are then evaluated at that
+    noise multiplier.  Bad input raises :class:`InvalidParameter`, as :func:`epsilon` does.  An
+    entry that does not exist for this algorithm (no certified bound, no audit of it, a target
+    that mode cannot reach) is a string ``"n/a (why)"``; every other entry is a report (or a
+    number for the ``*_noise_multiplier`` keys).  The audit uses ``accounting.audit.run_audit``.
     """
     from accounting.algorithms.registry import get_algorithm
 
+    if (eps is None) == (noise_multiplier is None):
+        raise InvalidParameter(
+            "--noise-multiplier" if eps is None else "--eps",
+            "give exactly one of eps (calibrate the noise first) or noise_multiplier",
+        )
+    audit_samples = validate.positive_int("--audit-samples", audit_samples)
+    audit_confidence = validate.open_unit("--audit-confidence", audit_confidence)
+    if validate.nonnegative("--audit-seed", audit_seed) != int(audit_seed):
+        raise InvalidParameter("--audit-seed", f"must be an integer >= 0 (got {audit_seed!r})")
     algorithm = get_algorithm(algo)
     _require_explicit_sampling(algorithm, defaults, options, steps=True)
     options = dict(options, defaults="paper")  # checked once above; the calls below reuse it
@@ -507,25 +523,32 @@ def compare(
                     eps=eps, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
                 )
                 out[f"{m}_noise_multiplier"] = r.noise_multiplier
-            except InvalidParameter as err:
+            except _UNAVAILABLE as err:
                 out[f"{m}_noise_multiplier"] = f"n/a ({err.message})"
     else:
-        z = noise_multiplier
+        z = validate.positive("--noise-multiplier", noise_multiplier)
+        # bad input raises here, before any entry could turn it into an "n/a"
+        epsilon(noise_multiplier=z, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
     for m in ("claimed", "certified"):
         try:
             out[m] = epsilon(
                 noise_multiplier=z, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
             )
-        except InvalidParameter as err:
+        except _UNAVAILABLE as err:
             out[m] = f"n/a ({err.message})"
     try:
-        out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, audit_seed)
+        out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, int(audit_seed))
     except InvalidParameter as err:
         out["audit"] = f"n/a ({err.message})"
     except NotImplementedError as err:
         out["audit"] = f"n/a ({err})"
     out["noise_multiplier"] = z
     return out
+
+
+#: What makes one entry of :func:`compare` unavailable (not bad input): no certified bound, a
+#: target the mode cannot reach.
+_UNAVAILABLE = (NotCertified, UnreachableTarget)
 
 
 def _acc(mode: str, accountant: str) -> str:

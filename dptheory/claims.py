@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from accounting.errors import python_names
 from verification.claim import (
     KINDS,
     Check,
@@ -218,6 +219,7 @@ def certified_epsilon(*, algo: str, noise_multiplier: float, delta: float, **opt
     )
 
 
+@python_names
 def audit(
     *,
     algo: str,

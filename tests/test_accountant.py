@@ -81,13 +81,13 @@ def test_default_orders_and_validation():
     acc = RdpAccountant()
     with pytest.raises(InvalidParameter) as info:
         acc.step(noise_multiplier=-1.0, sample_rate=0.1)
-    assert info.value.option == "--noise-multiplier"
+    assert info.value.option == "noise_multiplier"
     with pytest.raises(InvalidParameter) as info:
         acc.step(noise_multiplier=1.0, sample_rate=0.1, count=0)
-    assert info.value.option == "--steps"
+    assert info.value.option == "count"
     with pytest.raises(InvalidParameter) as info:
         acc.get_epsilon(1.5)
-    assert info.value.option == "--delta"
+    assert info.value.option == "delta"
     with pytest.raises(InvalidParameter):
         RdpAccountant(orders=[])
     assert acc.history == ()  # failed calls leave no trace
@@ -159,7 +159,7 @@ def test_curve_on_other_grid_is_refused():
     acc = RdpAccountant()
     with pytest.raises(InvalidParameter) as info:
         acc.compose(GaussianEvent(1.0).rdp(DP_ACCOUNTING_ORDERS))
-    assert info.value.option == "--orders"
+    assert info.value.option == "orders"
 
 
 def test_matches_one_shot_conversion():

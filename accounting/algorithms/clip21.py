@@ -107,11 +107,12 @@ class Clip21SGD2M(Algorithm):
         }
 
     def _resolve_specific(self, p, d, assumed, warns):
-        rounds = p.rounds
-        if rounds is not None and p.steps is not None and int(rounds) != int(p.steps):
-            raise InvalidParameter("--rounds", f"conflicts with --steps ({p.steps}); give one of them")
-        if rounds is None and p.steps is not None:
-            rounds = p.steps
+        rounds = None if p.rounds is None else validate.positive_int("--rounds", p.rounds)
+        steps = None if p.steps is None else validate.positive_int("--steps", p.steps)
+        if rounds is not None and steps is not None and rounds != steps:
+            raise InvalidParameter("--rounds", f"conflicts with --steps ({steps}); give one of them")
+        if rounds is None and steps is not None:
+            rounds = steps
         if rounds is None:
             rounds = self._take(p, "rounds", d, assumed)
         rounds = validate.positive_int("--rounds", rounds)

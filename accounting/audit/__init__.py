@@ -21,6 +21,7 @@ from typing import Any
 
 from accounting.algo_names import ALGO_NAMES
 from accounting.audit.result import AuditResult
+from accounting.errors import python_names
 
 __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]
 
@@ -42,6 +43,7 @@ def _mode_epsilon(algo, params, mode: str) -> tuple[float | None, str | None]:
         return None, f"{mode}: {exc}"
 
 
+@python_names
 def run_audit(
     params: Any,
     *,
@@ -63,7 +65,9 @@ def run_audit(
         raise InvalidParameter("--delta", "is required (a number in (0, 1))")
     samples = validate.positive_int("--samples", samples)
     confidence = validate.open_unit("--confidence", confidence)
-    seed = int(validate.nonnegative("--seed", seed))
+    if validate.nonnegative("--seed", seed) != int(seed):
+        raise InvalidParameter("--seed", f"must be an integer >= 0 (got {seed!r})")
+    seed = int(seed)
 
     name = algo.name
     if name == "dpsgd":
@@ -114,7 +118,7 @@ def _audit_dpsgd(p):
     )
     inst = (
         "1-D: the differing example's gradient has norm >= C (clipped to C), all others are 0; "
-        f"T={p.steps} steps, q={p.sample_rate:.6g}, z={p.noise_multiplier:.6g}"
+        f"T={p.steps} steps, q={p.sample_rate!r}, z={p.noise_multiplier!r}"
     )
     checks = [
         ("per-example clipping: ||clip(g, C)|| <= C", True),
@@ -131,7 +135,7 @@ def _audit_clip21(p):
     eps = clip21_epsilon_lower(p.noise_multiplier, t, p.delta)
     inst = (
         "1-D local DP: client i's loss is +G x vs -G x with G >= tau (1 + T beta_hat)/beta, so its "
-        f"message is c = +tau vs -tau every round (distance 2 tau); T={t} rounds, z={p.noise_multiplier:.6g}"
+        f"message is c = +tau vs -tau every round (distance 2 tau); T={t} rounds, z={p.noise_multiplier!r}"
     )
     method = f"exact: T-fold Gaussian = mu-GDP with mu = 2 sqrt(T)/z = {mu:.6g}, closed-form delta(eps)"
     checks = [
@@ -194,7 +198,7 @@ def _audit_d2p2(algo, p, seed):
         f"{how}; the differing example's normalised gradient u (||u|| -> 1) gives projected sensitivity "
         f"s = ||A^T u||/sqrt(p) {'>=' if fresh else '='} {factor:.6g}; others 0; T={p.steps}, "
         f"q={p.sample_rate:.6g}, "
-        f"schedule {p.schedule}, z={p.noise_multiplier:.6g}"
+        f"schedule {p.schedule}, z={p.noise_multiplier!r}"
     )
     checks = [
         ("per-example normalisation g/(||g|| + gamma): sensitivity of the unprojected sum <= 1", True),

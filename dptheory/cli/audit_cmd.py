@@ -16,6 +16,8 @@ import json
 import sys
 from typing import Any
 
+from dptheory.cli.numbers import DOWN, UP, fmt
+
 
 def register(sub) -> None:
     from dptheory.cli.numbers import integer, number
@@ -145,12 +147,9 @@ def _verdict(result, readings: list | None) -> str:
     return "consistent with the claim on this instance under both readings"
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
+def _fmt(v: Any, direction: str = UP) -> str:
+    """Upper bounds (claimed, certified), z and delta rounded up; the lower bound down."""
+    return "n/a" if v is None else fmt(v, direction)
 
 
 def render(result, calibration: dict[str, Any] | None = None, readings: list | None = None) -> str:
@@ -162,13 +161,13 @@ def render(result, calibration: dict[str, Any] | None = None, readings: list | N
             (
                 "noise calibrated",
                 f"z = {_fmt(calibration['noise_multiplier'])} for eps = "
-                f"{_fmt(calibration['eps_target'])} ({calibration['mode']})",
+                f"{calibration['eps_target']!r} ({calibration['mode']})",
             )
         )
     rows += [
         ("noise multiplier z", _fmt(result.noise_multiplier)),
         ("delta", _fmt(result.delta)),
-        ("epsilon lower bound", f"{_fmt(result.epsilon_lower)}  ({conf})"),
+        ("epsilon lower bound", f"{_fmt(result.epsilon_lower, DOWN)}  ({conf})"),
     ]
     if readings:
         for r in readings:

@@ -17,7 +17,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from accounting.errors import InvalidParameter
+from accounting.errors import InvalidParameter, cli_spelling
 from dptheory.extras import MissingExtra, missing_extra_message
 
 SUBCOMMANDS = ("calibrate", "epsilon", "audit", "run", "verify", "figures")
@@ -131,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _arm_timeout(getattr(args, "timeout", None))
         try:
-            return int(args.handler(args) or 0)
+            with cli_spelling():  # errors name --options, not the Python keywords
+                return int(args.handler(args) or 0)
         finally:
             _disarm_timeout()
     except CommandTimeout:

@@ -14,7 +14,7 @@ import argparse
 import math
 import re
 
-__all__ = ["number", "integer"]
+__all__ = ["number", "integer", "count", "fmt", "UP", "DOWN"]
 
 # The largest integer option value we accept: steps/rounds/samples are bounded by the documented
 # envelope (T <= 1e9), with headroom; beyond 2**53 floats no longer represent integers exactly.
@@ -44,10 +44,71 @@ def number(text: str) -> float:
 
 
 def integer(text: str) -> int:
-    """An integer, also written as ``1e6`` or ``1000.0``; non-integral values are errors."""
-    v = number(text)
+    """An integer, also written as ``1e6`` or ``1000.0``; non-integral values are errors.
+    Integer literals are read exactly (:func:`count`), so 2**53 + 1 is refused, not rounded."""
+    v = count(text)
     if v != math.floor(v):
         raise argparse.ArgumentTypeError(f"must be an integer (got {text!r})")
     if abs(v) > _MAX_INT:
-        raise argparse.ArgumentTypeError(f"must be at most {_MAX_INT:.3g} in absolute value (got {text!r})")
+        raise argparse.ArgumentTypeError(
+            f"must be at most 2**53 = {_MAX_INT} in absolute value (got {text!r})"
+        )
     return int(v)
+
+
+_INT_LITERAL = re.compile(r"[+-]?[0-9]+")
+
+
+def count(text: str) -> int | float:
+    """A count option (``--steps``, ``--dataset-size``, ...): an integer literal is read exactly as
+    an ``int`` (``9007199254740993`` stays itself, where ``float`` would make it ``2**53``; the
+    accounting layer then refuses it above its cap); anything else is a :func:`number`, which
+    the accounting layer accepts only when integral (``1e6``)."""
+    raw = text.strip() if isinstance(text, str) else str(text)
+    if _INT_LITERAL.fullmatch(raw):
+        if len(raw.lstrip("+-0")) > 30:  # far past every cap; int() of 10^7 digits is slow
+            raise argparse.ArgumentTypeError(f"must be at most 2**53 (got a {len(raw)}-digit integer)")
+        return int(raw)
+    v = number(text)
+    if abs(v) >= _MAX_INT:  # a non-integer literal this large was already rounded by float()
+        raise argparse.ArgumentTypeError(f"must be below 2**53 = {_MAX_INT} when not written as an integer")
+    return v
+
+
+#: Rounding directions of :func:`fmt`: the side on which a printed number is safe.
+UP, DOWN = "up", "down"
+
+
+def fmt(x: object, direction: str, digits: int = 6) -> str:
+    """``x`` to ``digits`` significant digits, rounded toward the safe side: the one formatting
+    rule of every printed privacy number (tables, audit, compare, run summaries).
+
+    * ``UP``: upper bounds (certified or claimed epsilon), calibrated noise multipliers and
+      delta: the printed value is >= the computed one, so copying it never gives a smaller
+      epsilon or a noise whose epsilon is above the target (1.5131228 is printed 1.51313, not
+      the nearest 1.51312, at which epsilon is 1.0000021 > 1).
+    * ``DOWN``: lower bounds (audits) and sample rates: the printed value is <= the computed one.
+
+    Non-floats (ints, None, text) are shown as they are; inf and NaN as ``inf`` / ``nan``."""
+    if direction not in (UP, DOWN):
+        raise ValueError(f"direction must be {UP!r} or {DOWN!r} (got {direction!r})")
+    if isinstance(x, bool) or not isinstance(x, float | int):
+        return "-" if x is None else str(x)
+    if isinstance(x, int):
+        return str(x)
+    text = f"{x:.{digits}g}"
+    if not math.isfinite(x) or float(text) == x:  # shown exactly (1e-5, an input z = 1.1): no rounding
+        return text
+    # Decimal(x) is exact; rounding it toward the safe side at ``digits`` significant digits gives
+    # d on that side of x, and parsing d back rounds to nearest, which is monotone, so float(text)
+    # is on that side too.  (Adding one unit in the last digit to a nearest-rounded float could
+    # round back at 16+ digits, where the decimal step is below the float spacing.)
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+
+    rounding = ROUND_CEILING if direction == UP else ROUND_FLOOR
+    d = Context(prec=digits, rounding=rounding).plus(Decimal(x))
+    text = f"{float(d):.{digits}g}"  # the usual float layout; exact round trip for <= 15 digits
+    back = float(text)
+    if (back < x) if direction == UP else (back > x):  # 16-17 digits
+        text = str(d)
+    return text

@@ -9,10 +9,9 @@ accounting layer, which names the option in its one-line error.
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
-from dptheory.cli.numbers import number
+from dptheory.cli.numbers import DOWN, UP, count, fmt, number
 
 #: argparse dest -> keyword of dptheory.api (the same spelling, with '_').
 PARAM_DESTS = (
@@ -89,8 +88,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     g = parser.add_argument_group("sampling and length")
     g.add_argument("--sample-rate", type=number, metavar="Q", help="Poisson rate q in (0, 1] (default B/N)")
     g.add_argument("--batch-size", type=number, metavar="B", help="expected batch size (default: paper's)")
-    g.add_argument("--dataset-size", type=number, metavar="N", help="dataset size (default: paper's)")
-    g.add_argument("--steps", type=number, metavar="T", help="number of steps (default: epochs / q)")
+    g.add_argument("--dataset-size", type=count, metavar="N", help="dataset size (default: paper's)")
+    g.add_argument("--steps", type=count, metavar="T", help="number of steps (default: epochs / q)")
     g.add_argument(
         "--epochs", type=number, metavar="E", help="epochs; steps = ceil(E / q) (default: paper's)"
     )
@@ -146,8 +145,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         metavar="RHO",
         help="rho of the exp schedule, sigma_k = sigma rho^(-k/T) (default 2)",
     )
-    g.add_argument("--projection-dim", type=number, metavar="P", help="projection dim p (default 0.7 d)")
-    g.add_argument("--model-dim", type=number, metavar="D", help="model dim d (default 37354)")
+    g.add_argument("--projection-dim", type=count, metavar="P", help="projection dim p (default 0.7 d)")
+    g.add_argument("--model-dim", type=count, metavar="D", help="model dim d (default 37354)")
     g.add_argument(
         "--projection",
         choices=("fresh", "fixed"),
@@ -161,9 +160,9 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "(default: none, a Gaussian high-probability bound)",
     )
     g = parser.add_argument_group("Clip21-SGD2M (local DP)")
-    g.add_argument("--clients", type=number, metavar="n", help="number of clients (default 10)")
+    g.add_argument("--clients", type=count, metavar="n", help="number of clients (default 10)")
     g.add_argument("--tau", type=number, metavar="TAU", help="message clipping level tau (default 1)")
-    g.add_argument("--rounds", type=number, metavar="T", help="communication rounds (default 1000)")
+    g.add_argument("--rounds", type=count, metavar="T", help="communication rounds (default 1000)")
     g = parser.add_argument_group("accounting")
     if include_mode:
         g.add_argument(
@@ -232,25 +231,12 @@ def params_from_args(args: argparse.Namespace):
 
 
 def fmt_up(x: float, digits: int = 10) -> str:
-    """``x`` to ``digits`` significant digits, rounded *up*: a noise multiplier or epsilon copied
-    from the table must never be smaller than the computed one (rounding to nearest could give a
-    noise just below the calibrated one, whose epsilon is then above the target)."""
-    if not (isinstance(x, float) and math.isfinite(x)) or x <= 0:
-        return f"{x:.{digits}g}"
-    # Decimal(x) is exact; rounding it toward +inf at ``digits`` significant digits gives d >= x,
-    # and parsing d back rounds to nearest, which is monotone, so float(text) >= x exactly.
-    # (Adding one unit in the last digit to a nearest-rounded float could round down again at
-    # 16+ digits, where the step is below the float spacing.)
-    from decimal import ROUND_CEILING, Context, Decimal
-
-    d = Context(prec=digits, rounding=ROUND_CEILING).plus(Decimal(x))
-    text = f"{float(d):.{digits}g}"  # the usual float layout; exact round trip for <= 15 digits
-    if float(text) < x:  # 16-17 digits: the decimal spacing is below the float spacing
-        text = str(d)
-    return text
+    """``x`` rounded *up* to ``digits`` significant digits (:func:`dptheory.cli.numbers.fmt`)."""
+    return fmt(x, UP, digits)
 
 
 def _fmt(v: Any) -> str:
+    """A parameter echoed back (dataset size, clip thresholds): 6 significant digits."""
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -291,10 +277,10 @@ def render_report(report, *, command: str) -> str:
             )
     rows += [
         ("epsilon", fmt_up(report.epsilon) + (f"  (Renyi order {report.order:g})" if report.order else "")),
-        ("delta", _fmt(report.delta)),
+        ("delta", fmt(report.delta, UP)),
         ("noise multiplier z", fmt_up(report.noise_multiplier)),
         ("noise std", fmt_up(report.noise_std) if isinstance(report.noise_std, float) else "-"),
-        ("sample rate q", _fmt(report.sample_rate)),
+        ("sample rate q", fmt(report.sample_rate, DOWN)),
         ("steps T", _fmt(report.steps)),
     ]
     for k, v in report.parameters.items():
@@ -320,7 +306,7 @@ def _audit_cell(audit: Any) -> tuple[str, str]:
     conf = getattr(audit, "confidence", None)
     method = getattr(audit, "method", "")
     note = f"lower bound, confidence {conf:g}; {method}" if conf is not None else str(method)
-    return _fmt(eps), note
+    return fmt(eps, DOWN), note
 
 
 def render_compare(result: dict, *, command: str) -> str:
@@ -330,11 +316,10 @@ def render_compare(result: dict, *, command: str) -> str:
         r = result.get(m)
         z_needed = result.get(f"{m}_noise_multiplier")
         if isinstance(r, str):
-            rows.append((m, r, _fmt(z_needed) if z_needed is not None else "", ""))
+            rows.append((m, r, fmt(z_needed, UP) if z_needed is not None else "", ""))
         else:
-            rows.append(
-                (r.label or m, _fmt(r.epsilon), _fmt(z_needed) if z_needed is not None else "", r.accountant)
-            )
+            z_cell = fmt(z_needed, UP) if z_needed is not None else ""
+            rows.append((r.label or m, fmt(r.epsilon, UP), z_cell, r.accountant))
     audit = result.get("audit")
     a_eps, a_note = _audit_cell(audit)
     cert = result.get("certified")
@@ -342,11 +327,11 @@ def render_compare(result: dict, *, command: str) -> str:
     if inst_cert is not None and (
         isinstance(cert, str) or abs(inst_cert - cert.epsilon) > 1e-9 * max(1.0, abs(cert.epsilon))
     ):
-        rows.append(("certified (audited instance)", _fmt(inst_cert), "", "the variant the audit runs on"))
+        rows.append(("certified (audited instance)", fmt(inst_cert, UP), "", "the variant the audit runs on"))
     rows.append(("audit", a_eps, "", a_note))
     header = ("", "epsilon", "z for target" if "calibrated" in result else "", "how")
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(4)]
-    lines = [f"dptheory {command} --compare: z = {_fmt(result.get('noise_multiplier'))}"]
+    lines = [f"dptheory {command} --compare: z = {fmt(result.get('noise_multiplier'), UP)}"]
     lines.append("  " + "  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True)))
     for r in rows:
         lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))

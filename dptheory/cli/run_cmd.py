@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from dptheory.cli.numbers import integer, number
+from dptheory.cli.numbers import UP, fmt, integer, number
 
 ALGOS = ("dpsgd", "dicesgd", "clipsgd", "clip21sgd", "clip21sgd2m", "d2p2sgd", "d2psgd", "dp2sgd")
 PROBLEMS = ("dicesgd-b1", "clip21-example1", "stochastic-quadratic", "quadratic", "logreg-nonconvex")
@@ -276,10 +276,9 @@ def render(result) -> str:
             c = priv["calibrated_from"]
             extra = f", calibrated for eps={c['eps']:g}, delta={c['delta']:g} ({c['mode']})"
         if "epsilon" in priv:
-            extra = f", epsilon {priv['epsilon']:.4g} at delta {priv['delta']:g} ({priv['mode']})"
-        lines.append(
-            f"private: yes (noise multiplier {z:.6g}, noise std {priv.get('noise_std', 0):.4g}{extra})"
-        )
+            extra = f", epsilon {fmt(priv['epsilon'], UP, 4)} at delta {priv['delta']:g} ({priv['mode']})"
+        std = fmt(float(priv.get("noise_std", 0)), UP, 4)
+        lines.append(f"private: yes (noise multiplier {fmt(float(z), UP)}, noise std {std}{extra})")
     else:
         lines.append("private: no (noise multiplier 0: no noise drawn)")
     pm = "+-"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +13,7 @@ from opacus.accountants.accountant import IAccountant
 from opacus.optimizers import DPOptimizer
 
 from accounting.accountant import RdpAccountant
+from accounting.errors import InvalidParameter
 
 from .d2p2_accounting import d2p2_certified_epsilon
 
@@ -54,7 +55,10 @@ class DptheoryAccountant(IAccountant):
                 f"this accountant certifies a {self._certified['algo']} run; a DP-SGD step cannot be "
                 "added to it (use a separate DptheoryAccountant)"
             )
-        z, q = float(noise_multiplier), float(sample_rate)
+        from accounting import validate
+
+        z = validate.nonnegative("noise_multiplier", noise_multiplier)  # z = 0: no privacy (below)
+        q = validate.rate("sample_rate", sample_rate)
         if z == 0.0:
             self._nonprivate = True  # Opacus allows z = 0 (no privacy): epsilon is inf from now on
         else:
@@ -85,6 +89,9 @@ class DptheoryAccountant(IAccountant):
             and self._certified_steps[0][0] != z
         ):
             raise ValueError("DiceSGD's certified accountant needs a constant noise multiplier")
+        # The same step also goes to the RDP accountant, never used for epsilon here: a second
+        # record of the run that a restore checks certified_steps against (_check_certified).
+        self._rdp.step(noise_multiplier=z, sample_rate=float(self._certified["sample_rate"]))
         if self._certified_steps and self._certified_steps[-1][0] == z:
             self._certified_steps[-1][1] += 1
         else:
@@ -119,6 +126,9 @@ class DptheoryAccountant(IAccountant):
 
     def get_privacy_spent(self, *, delta: float, method: str = "improved") -> tuple[float, float]:
         """``(epsilon, optimal order)`` (order NaN where the certified bound has none)."""
+        from accounting import validate
+
+        delta = validate.open_unit("delta", delta)  # also before the inf and 0 answers
         if self._nonprivate:
             return math.inf, math.nan
         if self._certified is None:
@@ -153,34 +163,154 @@ class DptheoryAccountant(IAccountant):
 
     def load_state_dict(self, state_dict: Any) -> None:
         """Load :meth:`state_dict`'s output, or an Opacus ``RDPAccountant`` checkpoint (rebuilt
-        from its history of (z, q, count))."""
-        if not state_dict or "history" not in state_dict or "mechanism" not in state_dict:
-            raise ValueError("not an accountant state dict (needs 'history' and 'mechanism')")
+        from its history of (z, q, count)).
+
+        What can be recomputed is: the RDP total from its history (``RdpAccountant``), ``nonprivate``
+        from the history (a z = 0 step means epsilon = inf whatever the flag says), and a
+        DiceSGD / D2P2 run's ``certified_steps`` from the second record kept in the RDP history.
+        Anything else inconsistent or malformed is refused with one :class:`InvalidParameter`
+        (naming ``state_dict``) and leaves this accountant unchanged.  A state edited
+        consistently everywhere cannot be detected without signing it (docs/api.md)."""
+        try:
+            fresh = self._restored(state_dict)
+        except InvalidParameter as err:
+            if err.option == "state_dict":
+                raise
+            raise _bad(f"{err.option}: {err.message}") from None
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError, OverflowError) as err:
+            raise _bad(f"{type(err).__name__}: {err!s:.200}") from None
+        self.__dict__.update(fresh.__dict__)
+
+    def _restored(self, state_dict: Any) -> DptheoryAccountant:
+        if (
+            not isinstance(state_dict, Mapping)
+            or "history" not in state_dict
+            or "mechanism" not in state_dict
+        ):
+            raise InvalidParameter(
+                "state_dict", "not an accountant state dict (needs 'history' and 'mechanism')"
+            )
+        history = _history(state_dict["history"])
         if state_dict["mechanism"] == "rdp":  # Opacus's RDP accountant: replay its history
             fresh = DptheoryAccountant(self.orders)
-            for z, q, n in state_dict["history"]:
-                for _ in range(int(n)):
-                    fresh.step(noise_multiplier=z, sample_rate=q)
-            self.__dict__.update(fresh.__dict__)
-            return
+            for z, q, n in history:
+                fresh._replay(z, q, n)
+            return fresh
         if state_dict["mechanism"] != self.mechanism():
-            raise ValueError(
-                f"state dict of mechanism {state_dict['mechanism']!r} cannot be loaded into "
-                f"{self.mechanism()!r}"
+            raise _bad(
+                f"mechanism {state_dict['mechanism']!r:.80} cannot be loaded into {self.mechanism()!r}",
             )
         own = state_dict.get("dptheory")
-        if not isinstance(own, dict):
-            raise ValueError("DptheoryAccountant state dict lacks its 'dptheory' entry")
-        rdp = RdpAccountant.from_state_dict(own["rdp"])  # refuses an inconsistent stored total
-        history = [(float(z), float(q), int(n)) for z, q, n in state_dict["history"]]
-        if sum(n for z, _, n in history if z != 0) != rdp.steps:
-            raise ValueError("DptheoryAccountant state dict is inconsistent: history and RDP steps differ")
-        self.history = history
-        self._rdp = rdp
-        self._nonprivate = bool(own.get("nonprivate", False))
+        if not isinstance(own, Mapping):
+            raise _bad("DptheoryAccountant state dict lacks its 'dptheory' entry")
+        fresh = DptheoryAccountant.__new__(DptheoryAccountant)
+        fresh._rdp = RdpAccountant.from_state_dict(own["rdp"])  # refuses an inconsistent stored total
+        fresh.history = history
+        # a z = 0 step in the history is no privacy, whatever the flag says; the flag alone only raises
+        flag = own.get("nonprivate", False)
+        if not isinstance(flag, bool):
+            raise _bad(f"'nonprivate' must be true or false (got {flag!r:.40})")
+        fresh._nonprivate = flag or any(z == 0 for z, _, _ in history)
         cert = own.get("certified")
-        self._certified = None if cert is None else dict(cert)
-        self._certified_steps = [[float(z), int(n)] for z, n in own.get("certified_steps", [])]
+        if cert is not None and not isinstance(cert, Mapping):
+            raise _bad("'certified' must be a dict or null")
+        fresh._certified = None if cert is None else dict(cert)
+        fresh._certified_steps = _runs(own.get("certified_steps", []))
+        if fresh._certified is None:
+            if fresh._certified_steps:
+                raise _bad("certified steps without a certified mechanism")
+            if sum(n for z, _, n in history if z != 0) != fresh._rdp.steps:
+                raise InvalidParameter(
+                    "state_dict", "inconsistent: the history and the RDP accountant hold different steps"
+                )
+        else:
+            if history:
+                raise _bad("a certified run cannot also hold DP-SGD steps")
+            _check_certified(fresh._certified, fresh._certified_steps, fresh._rdp)
+        return fresh
+
+    def _replay(self, z: float, q: float, n: int) -> None:
+        """``n`` DP-SGD steps at once (an Opacus history entry; its count may be 1e9)."""
+        if z == 0.0:
+            self._nonprivate = True
+        else:
+            self._rdp.step(noise_multiplier=z, sample_rate=q, count=n)
+        if self.history and self.history[-1][0] == z and self.history[-1][1] == q:
+            self.history[-1] = (z, q, self.history[-1][2] + n)
+        else:
+            self.history.append((z, q, n))
+
+
+def _bad(message: str) -> InvalidParameter:
+    return InvalidParameter("state_dict", message)
+
+
+def _history(raw: Any) -> list[tuple[float, float, int]]:
+    """Opacus's history ``[(z, q, count), ...]``, validated (z >= 0, q in (0, 1], count >= 1)."""
+    from accounting import validate
+
+    if not isinstance(raw, list | tuple):
+        raise _bad("'history' must be a list of (z, q, count)")
+    out = []
+    for entry in raw:
+        if not isinstance(entry, list | tuple) or len(entry) != 3:
+            raise _bad(f"history entries are (z, q, count) (got {entry!r:.80})")
+        z, q, n = entry
+        out.append(
+            (
+                validate.nonnegative("noise_multiplier", z),
+                validate.rate("sample_rate", q),
+                validate.positive_int("count", n),
+            )
+        )
+    return out
+
+
+def _runs(raw: Any) -> list[list[float]]:
+    from accounting import validate
+
+    if not isinstance(raw, list | tuple):
+        raise _bad("'certified_steps' must be a list of [z, count]")
+    out: list[list[float]] = []
+    for entry in raw:
+        if not isinstance(entry, list | tuple) or len(entry) != 2:
+            raise _bad(f"certified steps are [z, count] (got {entry!r:.80})")
+        out.append(
+            [validate.positive("noise_multiplier", entry[0]), validate.positive_int("count", entry[1])]
+        )
+    return out
+
+
+def _check_certified(mech: dict[str, Any], runs: list[list[float]], rdp: RdpAccountant) -> None:
+    """A DiceSGD / D2P2 run's steps must equal the second record kept in the RDP history (one
+    subsampled Gaussian step at the run's q and z per training step): editing ``certified_steps``
+    alone (100 steps -> 1, epsilon 2.68 -> 0.53) is refused."""
+    from accounting import validate
+    from accounting.events import SelfComposedEvent, SubsampledGaussianEvent
+
+    if mech.get("algo") not in ("dicesgd", "d2p2sgd", "d2psgd"):
+        raise _bad(f"unknown certified mechanism {mech.get('algo')!r:.40}")
+    q = validate.rate("sample_rate", mech.get("sample_rate"))
+    if mech["algo"] == "dicesgd" and len({z for z, _ in runs}) > 1:
+        raise InvalidParameter(
+            "state_dict", "DiceSGD's certified accountant needs a constant noise multiplier"
+        )
+    record: list[list[float]] = []
+    for e in rdp.history:
+        if not (isinstance(e, SelfComposedEvent) and isinstance(e.event, SubsampledGaussianEvent)):
+            raise InvalidParameter(
+                "state_dict", "inconsistent: the certified run's record holds other events"
+            )
+        if e.event.sample_rate != q:
+            raise InvalidParameter(
+                "state_dict", "inconsistent: the certified run's record has another sample rate"
+            )
+        record.append([e.event.noise_multiplier, e.count])
+    if record != runs:
+        raise _bad(
+            f"inconsistent: certified_steps ({sum(int(c) for _, c in runs)} steps) differ from the run's "
+            f"record ({rdp.steps} steps)",
+        )
 
 
 def _dicesgd_epsilon(

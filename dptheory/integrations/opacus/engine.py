@@ -3,6 +3,7 @@ calibration, dptheory's optimizers and the setup lint; ``make_private_with_epsil
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -109,10 +110,12 @@ class DptheoryPrivacyEngine(PrivacyEngine):
                 zs = None
                 if schedule != "constant":
                     if steps is None:
-                        raise InvalidParameter("--steps", f"schedule {schedule!r} needs the number of steps")
+                        raise InvalidParameter("steps", f"schedule {schedule!r} needs the number of steps")
+                    from accounting import validate
                     from accounting.schedules import noise_multipliers
 
-                    zs = noise_multipliers(schedule, float(noise_multiplier), int(steps)).tolist()
+                    t = validate.positive_int("steps", steps)  # 10.9 is refused, not cut to 10
+                    zs = noise_multipliers(schedule, float(noise_multiplier), t).tolist()
                 self._dp_options.update(
                     noise_multipliers=zs,
                     gamma=gamma,
@@ -171,9 +174,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
             )
         n = len(data_loader.dataset)
         q = 1.0 / len(data_loader)
-        if (epochs is None) == (steps is None):
-            raise InvalidParameter("--steps", "give exactly one of epochs or steps")
-        t = int(steps) if steps is not None else int(epochs) * len(data_loader)
+        t = _steps_of(epochs, steps, len(data_loader))
         algo = dp_optimizer or "dpsgd"
         extra: dict[str, Any] = {}
         if algo in ("d2p2sgd", "d2psgd"):
@@ -246,3 +247,17 @@ def make_private_with_epsilon(privacy_engine: PrivacyEngine, **kwargs: Any):
     out = DptheoryPrivacyEngine.make_private_with_epsilon(helper, **kwargs)
     privacy_engine.dataset = helper.dataset
     return out
+
+
+def _steps_of(epochs: Any, steps: Any, batches_per_epoch: int) -> int:
+    """The number of steps to calibrate for: ``steps`` (an integer: 10.9 is refused, not cut to
+    10), or ``epochs x len(data_loader)`` rounded *up* (2.7 epochs of 10 batches are 27 steps;
+    truncating to 2 epochs would calibrate for fewer steps than are trained)."""
+    from accounting import validate
+
+    if (epochs is None) == (steps is None):
+        raise InvalidParameter("steps", "give exactly one of epochs or steps")
+    if steps is not None:
+        return validate.positive_int("steps", steps)
+    e = validate.positive("epochs", epochs)
+    return validate.positive_int("epochs", math.ceil(e * batches_per_epoch * (1.0 - 1e-12)))

@@ -48,10 +48,11 @@ class _PerSampleOptimizer(DPOptimizer):
             generator=generator,
             secure_mode=False,
         )
-        if not 0 < sample_rate <= 1:
-            raise InvalidParameter("--sample-rate", f"must be in (0, 1] (got {sample_rate!r})")
-        self.sample_rate = float(sample_rate)
-        self.dataset_size = int(dataset_size)
+        from accounting import validate
+
+        self.sample_rate = validate.rate("sample_rate", sample_rate)
+        # an integer (200.9 is refused: int() would silently account a smaller dataset)
+        self.dataset_size = validate.positive_int("dataset_size", dataset_size)
         #: B = q N, the expected batch size the algorithm averages by (float, as dptheory.optim).
         self.batch_size = self.sample_rate * self.dataset_size
         self.t = 0
