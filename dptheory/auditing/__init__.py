@@ -7,12 +7,13 @@ scores them.  See docs/audits.md ("Run audits").
 
 from __future__ import annotations
 
-from dptheory.auditing.auditor import Bonferroni, CanaryScoreAuditor
+from dptheory.auditing.auditor import Bonferroni, CanaryScoreAuditor, FixedRule
 from dptheory.auditing.tradeoff import ApproxDP, GaussianDP, SubsampledGaussian, TradeoffFamily
 
 __all__ = [
     "CanaryScoreAuditor",
     "Bonferroni",
+    "FixedRule",
     "TradeoffFamily",
     "ApproxDP",
     "GaussianDP",

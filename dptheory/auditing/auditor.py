@@ -38,7 +38,7 @@ from accounting.errors import InvalidParameter
 from dptheory.auditing import one_run
 from dptheory.auditing.tradeoff import ApproxDP, GaussianDP, TradeoffFamily
 
-__all__ = ["CanaryScoreAuditor", "Bonferroni"]
+__all__ = ["CanaryScoreAuditor", "Bonferroni", "FixedRule"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +53,15 @@ class Bonferroni:
             raise InvalidParameter("grid_ratio", f"must be > 1, got {self.grid_ratio!r}")
         n = int(math.ceil(math.log(max(m, 2)) / math.log(self.grid_ratio))) + 1
         return np.unique(np.clip(np.round(np.geomspace(1, m, n)).astype(int), 1, m))
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedRule:
+    """One rule fixed before the scores are seen: guess "in" for the ``k_plus`` highest scores
+    and "out" for the ``k_minus`` lowest.  No correction is needed (a single test)."""
+
+    k_plus: int
+    k_minus: int = 0
 
 
 def _check_scores(name: str, scores: Sequence[float]) -> np.ndarray:
@@ -104,7 +113,14 @@ class CanaryScoreAuditor:
     def canaries(self) -> int:
         return self._m
 
-    def _rules(self, one_sided: bool, strategy: Bonferroni) -> list[tuple[int, int]]:
+    def _rules(self, one_sided: bool, strategy: Bonferroni | FixedRule) -> list[tuple[int, int]]:
+        if isinstance(strategy, FixedRule):
+            kp, km = int(strategy.k_plus), int(strategy.k_minus)
+            if kp < 0 or km < 0 or kp + km < 1 or kp + km > self._m:
+                raise InvalidParameter(
+                    "threshold_strategy", f"FixedRule needs 1 <= k_plus + k_minus <= {self._m}"
+                )
+            return [(kp, km)]
         ks = [int(k) for k in strategy.counts(self._m)]
         rules = [(k, 0) for k in ks]
         if not one_sided:
@@ -122,7 +138,7 @@ class CanaryScoreAuditor:
         delta: float,
         one_sided: bool = True,
         *,
-        threshold_strategy: Bonferroni = Bonferroni(),
+        threshold_strategy: Bonferroni | FixedRule = Bonferroni(),
     ) -> float:
         """Steinke, Nasr & Jagielski (2023, Thm 5.2) lower bound on epsilon at ``delta``.
 
@@ -151,7 +167,7 @@ class CanaryScoreAuditor:
         one_sided: bool = True,
         *,
         curve: str | TradeoffFamily = "gdp",
-        threshold_strategy: Bonferroni = Bonferroni(),
+        threshold_strategy: Bonferroni | FixedRule = Bonferroni(),
     ) -> float:
         """Mahloujifar, Melis & Chaudhuri (2024) lower bound on epsilon at ``delta``.
 
