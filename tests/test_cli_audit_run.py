@@ -86,3 +86,15 @@ def test_opacus_white_box_canaries_detect_missing_noise():
 
     assert run(0.01) > 2.0
     assert run(3.0) < 1.0
+
+
+@pytest.mark.slow
+def test_example_audit_my_training_flags_the_bug():
+    p = subprocess.run(
+        [sys.executable, "examples/audit_my_training.py", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "correct run" in p.stdout and "LEAKS MORE THAN ACCOUNTED" in p.stdout.splitlines()[-1]
