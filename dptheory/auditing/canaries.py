@@ -153,24 +153,37 @@ class GradientCanaries:
 
         optimizer.add_noise = add_noise_with_canaries
 
-    def attach_dptheory(self, optimizer: Any) -> None:
-        """Add the canary gradients to a :mod:`dptheory.optim` optimizer's clipped (and raw) sums."""
+    def attach_dptheory(self, optimizer: Any, *, raw_norm: float | None = None) -> None:
+        """Add the canary gradients to a :mod:`dptheory.optim` optimizer's clipped sum (and, for
+        DiceSGD, its raw sum, where a canary contributes ``raw_norm * u_i``: its unclipped
+        gradient as the algorithm sees it, so ``raw_norm > norm`` feeds the error-feedback state)."""
+        ratio = 1.0 if raw_norm is None else float(raw_norm) / self.norm
+
+        def add(sums: dict, g: torch.Tensor, scale: float) -> dict:
+            out, offset = {}, 0
+            for k, v in sums.items():
+                n = v.numel()
+                out[k] = v + scale * g[offset : offset + n].view_as(v).to(v)
+                offset += n
+            return out
+
         original = optimizer._summed
 
         def summed_with_canaries(batch, b, fn, *, raw: bool = False):
             scaled, total = original(batch, b, fn, raw=raw)
             g = self.step_gradient()
-            offset, out_s, out_t = 0, {}, ({} if total is not None else None)
-            for k, v in scaled.items():
-                n = v.numel()
-                add = g[offset : offset + n].view_as(v).to(v)
-                out_s[k] = v + add
-                if total is not None:
-                    out_t[k] = total[k] + add
-                offset += n
-            return out_s, out_t
+            return add(scaled, g, 1.0), (None if total is None else add(total, g, ratio))
 
         optimizer._summed = summed_with_canaries
+        if hasattr(optimizer, "_summed_pair"):  # DiceSGD with a residual clip
+            original_pair = optimizer._summed_pair
+
+            def pair_with_canaries(batch, b):
+                scaled, total = original_pair(batch, b)
+                g = self.step_gradient()
+                return add(scaled, g, 1.0), add(total, g, ratio)
+
+            optimizer._summed_pair = pair_with_canaries
 
 
 @dataclasses.dataclass

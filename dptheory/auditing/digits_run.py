@@ -20,6 +20,7 @@ from dptheory.auditing.canaries import GradientCanaries, InputCanaries
 EXPECTED_BATCH = 64
 EPOCHS = 4
 LR = 0.5
+RAW_NORM = 4.0  # DiceSGD canaries' unclipped gradient norm, in units of C1
 
 
 def load_digits() -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,11 +108,16 @@ def train_audited(
     gc = None
     if white:
         norm = 1.0 if algo != "d2p2sgd" else 1.0 / (1.0 + opt.gamma)
+        # DiceSGD: a large-gradient canary (norm 4 C1) whose clipping residual enters the hidden
+        # error-feedback state; with a residual clip R the algorithm keeps only clip(g, C1 + R).
+        raw_norm = None
+        if algo == "dicesgd":
+            raw_norm = RAW_NORM if residual_clip is None else min(RAW_NORM, 1.0 + residual_clip)
         off = start.numel() - canaries  # "audit" is the last block
         gc = GradientCanaries(
             start.numel(), canaries, norm=norm, sample_rate=q, seed=seed + 1, coords=range(off, start.numel())
         )
-        gc.attach_dptheory(opt)
+        gc.attach_dptheory(opt, raw_norm=raw_norm)
         gc.record(start)
     for t in range(steps):
         opt.step()

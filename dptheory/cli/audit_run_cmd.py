@@ -140,6 +140,23 @@ def run(args) -> int:
     lower_fdp = auditor.epsilon_one_run_fdp(
         sig, args.delta, one_sided=False, curve=SubsampledGaussian(q, steps)
     )
+    ideal = _ideal(args, certified, sig)
+    claimed = None
+    if args.algo == "dicesgd" and args.residual_clip is None:
+        # the DP-SGD epsilon at the same noise: what DiceSGD's paper claims for its hidden state
+        from dptheory import api
+
+        claimed = float(
+            api.epsilon(
+                algo="dpsgd",
+                noise_multiplier=z,
+                delta=args.delta,
+                sample_rate=q,
+                steps=steps,
+                dataset_size=n,
+                c1=1.0,
+            ).epsilon
+        )
     best = max(lower, lower_fdp)
     leaks = best > certified
     out = {
@@ -157,6 +174,9 @@ def run(args) -> int:
         "epsilon_lower_fdp": lower_fdp,
         "ratio": best / certified if certified > 0 and math.isfinite(certified) else None,
         "leaks_more_than_accounted": leaks,
+        "ideal_epsilon_lower": ideal,
+        "ratio_to_ideal": (max(lower, lower_fdp) / ideal) if ideal else None,
+        "dpsgd_epsilon_same_noise": claimed,
         "accuracy": r["accuracy"],
     }
     if args.json:
@@ -164,6 +184,29 @@ def run(args) -> int:
         return 0
     print(_render(out))
     return 0
+
+
+def _ideal(args, certified: float, significance: float) -> float | None:
+    """The better of the two one-sided-and-two-sided estimates on ideal scores at the same m:
+    in ~ N(mu, 1), out ~ N(0, 1), mu the GDP parameter whose epsilon at delta is the certified
+    one (seeded; the yardstick for how good the run's canaries and scores are)."""
+    import numpy as np
+    from scipy import optimize
+
+    from accounting.audit.stats import gaussian_delta
+    from dptheory.auditing import CanaryScoreAuditor
+
+    if not 0 < certified < 50:
+        return None
+    mu = optimize.brentq(lambda u: gaussian_delta(certified, u) - args.delta, 1e-6, 60.0)
+    rng = np.random.default_rng(args.seed)
+    s = rng.random(args.canaries) < 0.5
+    x = rng.normal(size=args.canaries) + mu * s
+    a = CanaryScoreAuditor(x[s], x[~s], seed=args.seed)
+    return max(
+        a.epsilon_one_run(significance, args.delta, one_sided=False),
+        a.epsilon_one_run_fdp(significance, args.delta, one_sided=False),
+    )
 
 
 def _down(x: float) -> str:
@@ -195,6 +238,19 @@ def _render(o: dict) -> str:
     ]
     if o["ratio"] is not None:
         lines.append(f"  ratio (best lower bound / certified):        {_down(o['ratio'])}")
+    if o["ideal_epsilon_lower"] is not None:
+        lines.append(
+            f"  same audit on ideal GDP scores of the certified eps:  {_down(o['ideal_epsilon_lower'])}"
+            f" (run / ideal = {_down(o['ratio_to_ideal'])}: quality of the canaries and scores)"
+        )
+    if o["dpsgd_epsilon_same_noise"] is not None:
+        c = o["dpsgd_epsilon_same_noise"]
+        best = max(o["epsilon_lower"], o["epsilon_lower_fdp"])
+        verdict = "above it: the hidden state leaks" if o["epsilon_lower"] > c else "not above it"
+        lines.append(
+            f"  DP-SGD epsilon at the same noise (DiceSGD paper's claim): {_up(c)}; Steinke bound {verdict}"
+            f" (best bound {_down(best)})"
+        )
     if o["leaks_more_than_accounted"]:
         lines.append(
             "  AUDIT FAILED: the implementation leaks more than it accounts for "
