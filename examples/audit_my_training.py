@@ -10,6 +10,7 @@ accountant assumes.  The audit's lower bound exceeds the accountant's epsilon: b
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import torch
@@ -20,7 +21,7 @@ from dptheory.auditing.canaries import audit_training
 BATCH, N, EPOCHS = 32, 512, 3
 
 
-def train_and_audit(noise_multiplier: float, canaries: int, seed: int = 0) -> float:
+def train_and_audit(noise_multiplier: float, canaries: int, epochs: int, seed: int = 0) -> float:
     torch.manual_seed(seed)
     x, y = torch.randn(N, 16), torch.randint(0, 10, (N,))
     model = torch.nn.Sequential(torch.nn.Linear(16, 128), torch.nn.Tanh(), torch.nn.Linear(128, 10))
@@ -32,7 +33,7 @@ def train_and_audit(noise_multiplier: float, canaries: int, seed: int = 0) -> fl
     )
 
     def train() -> None:  # the user's own loop
-        for _ in range(EPOCHS):
+        for _ in range(epochs):
             for xb, yb in loader:
                 opt.zero_grad()
                 torch.nn.functional.cross_entropy(model(xb), yb).backward()
@@ -46,8 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="one epoch fewer (a test)")
     args = p.parse_args(argv)
-    global EPOCHS
-    EPOCHS = 2 if args.quick else 3
+    epochs = 2 if args.quick else EPOCHS
     m = 1000
     z = 2.0  # what the accountant is told; its epsilon below
     from dptheory import api
@@ -57,21 +57,23 @@ def main(argv: list[str] | None = None) -> int:
         noise_multiplier=z,
         delta=1e-5,
         sample_rate=BATCH / N,
-        steps=EPOCHS * N // BATCH,
+        steps=epochs * N // BATCH,
         dataset_size=N,
         c1=1.0,
     ).epsilon
-    print(f"accountant (certified RDP): eps = {certified:.3f} at delta = 1e-5, z = {z}")
+    print(
+        f"accountant (certified RDP): eps = {math.ceil(certified * 1000) / 1000:.3f} at delta = 1e-5, z = {z}"
+    )
     failed = caught = False
     for label, z_run in (
         ("correct run", z),
         (f"bug: noise for the mean (z / B = {z / BATCH:.3g}) added to the sum", z / BATCH),
     ):
-        lower = train_and_audit(z_run, m)
+        lower = train_and_audit(z_run, m, epochs)
         verdict = "LEAKS MORE THAN ACCOUNTED" if lower > certified else "consistent"
         failed |= lower > certified and z_run == z
         caught |= lower > certified and z_run != z
-        print(f"{label}: one-run lower bound (95%) = {lower:.3f} -> {verdict}")
+        print(f"{label}: one-run lower bound (95%) = {math.floor(lower * 1000) / 1000:.3f} -> {verdict}")
     return 1 if failed or not caught else 0
 
 
