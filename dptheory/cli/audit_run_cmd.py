@@ -29,7 +29,7 @@ def register(sub) -> None:
         help="audit one real training run with canaries (one-run lower bound vs certified epsilon)",
         description=(
             "Train a small model on sklearn's digits once with M canaries and compare the certified "
-            "epsilon of the run with one-run lower bounds on it (95%% confidence by default). "
+            "epsilon of the run with one-run lower bounds on it (95% confidence by default). "
             "An estimate above the certified epsilon means the implementation leaks more than it "
             "accounts for."
         ),
