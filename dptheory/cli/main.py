@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from accounting.errors import InvalidParameter, cli_spelling
 from dptheory.extras import MissingExtra, missing_extra_message
 
-SUBCOMMANDS = ("calibrate", "epsilon", "audit", "run", "verify", "figures")
+SUBCOMMANDS = ("calibrate", "epsilon", "audit", "audit-run", "run", "verify", "figures")
 
 
 class UsageError(InvalidParameter):
@@ -54,7 +54,7 @@ def build_parser() -> OneLineParser:
     from dptheory.cli.numbers import number
 
     for name in SUBCOMMANDS:
-        module = importlib.import_module(f"dptheory.cli.{name}_cmd")
+        module = importlib.import_module(f"dptheory.cli.{name.replace('-', '_')}_cmd")
         module.register(sub)
         sub.choices[name].add_argument(
             "--timeout",
