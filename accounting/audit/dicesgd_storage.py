@@ -56,7 +56,13 @@ import numpy as np
 
 from accounting.errors import InvalidParameter
 
-__all__ = ["StoragePlan", "storage_plan", "storage_epsilon_lower", "dicesgd_storage_epsilon_lower"]
+__all__ = [
+    "StoragePlan",
+    "storage_plan",
+    "threshold_bounds",
+    "storage_epsilon_lower",
+    "dicesgd_storage_epsilon_lower",
+]
 
 _PMF_FLOOR = 1e-22  # binomial pmf entries below this (relative to the mode) are dropped, mass tracked
 _TRIM = 1e-40  # state-distribution tails below this are dropped, mass tracked
@@ -269,59 +275,85 @@ def _final_laws(plan: StoragePlan) -> tuple[_Dist, _Dist]:
     return full, sat
 
 
-def storage_epsilon_lower(plan: StoragePlan, delta: float, *, thresholds: int = 1500) -> tuple[float, dict]:
-    """The largest epsilon the threshold tests on ``Y = y_F`` force (>= 0), and details."""
-    from scipy import special
+@dataclass(frozen=True)
+class _Weights:
+    """Y's laws as weights on the clipped state values (D exactly; D' on the event A)."""
 
+    vals: np.ndarray  # clip(e_F + shift, C2), averaged units
+    w_d: np.ndarray
+    w_p: np.ndarray
+    slack_d: float  # dropped mass under D
+    slack_p: float  # dropped mass and P(A^c) under D'
+
+
+def _weights(plan: StoragePlan) -> _Weights:
     full, sat = _final_laws(plan)
-    c, q, s = plan.c, plan.sample_rate, plan.sigma
+    c, q = plan.c, plan.sample_rate
     n_store = plan.final - plan.store_from
     k0, pn, _ = _binom_pmf(n_store, q)
     pn = np.concatenate([np.zeros(k0), pn])  # the dropped tail only lowers the D'-side weights
-    # D: weight of each clipped value v in [-c, c]
     w_d = np.zeros(2 * c + 1)
     np.add.at(w_d, np.clip(full.values(), -c, c) + c, full.p)
-    # D' on A: weight of clip(e + alpha n)
-    w_p = np.zeros(2 * c + 1)
+    w_p = np.zeros(2 * c + 1)  # weight of clip(e + alpha n) on A
     v_sat = sat.values()
     for n, pw in enumerate(pn):
         if pw > 0:
             np.add.at(w_p, np.clip(v_sat + plan.alpha * n, -c, c) + c, pw * sat.p)
-    mass_d = float(w_d.sum())
-    mass_p = float(w_p.sum())
-    slack_d = max(0.0, 1.0 - mass_d)  # dropped mass (D)
-    slack_p = max(0.0, 1.0 - mass_p)  # dropped mass and A^c (D')
     support = np.flatnonzero((w_d > 0) | (w_p > 0))
-    vals = (support - c) * plan.unit
-    wd, wp = w_d[support], w_p[support]
-    lo_u, hi_u = vals.min() - 4 * s, vals.max() + plan.clip_step + 9 * s
-    us = np.linspace(lo_u, hi_u, thresholds)
+    return _Weights(
+        (support - c) * plan.unit,
+        w_d[support],
+        w_p[support],
+        max(0.0, 1.0 - float(w_d.sum())),
+        max(0.0, 1.0 - float(w_p.sum())),
+    )
+
+
+def threshold_bounds(plan: StoragePlan, us: np.ndarray, weights: _Weights | None = None) -> dict:
+    """One-sided bounds at thresholds ``us`` (Step 4): ``sf_d_up >= P(Y > u)``, ``cdf_d_low <=
+    P(Y < u)`` under D, ``sf_p_low <= P'(Y > u)``, ``cdf_p_up >= P'(Y < u)`` under D'."""
+    from scipy import special
+
+    w = _weights(plan) if weights is None else weights
+    q, s = plan.sample_rate, plan.sigma
+    z0 = (np.asarray(us, dtype=float)[:, None] - w.vals[None, :]) / s
+    z1 = z0 - plan.clip_step / s
+    sf_d = special.ndtr(-z0) @ w.w_d
+    cdf_d = special.ndtr(z0) @ w.w_d
+    sf_p = ((1 - q) * special.ndtr(-z0) + q * special.ndtr(-z1)) @ w.w_p
+    cdf_p = ((1 - q) * special.ndtr(z0) + q * special.ndtr(z1)) @ w.w_p
+    return {
+        "sf_d_up": sf_d + w.slack_d + _PAD,
+        "cdf_d_low": cdf_d - _PAD,
+        "sf_p_low": sf_p - _PAD,
+        "cdf_p_up": cdf_p + w.slack_p + _PAD,
+    }
+
+
+def storage_epsilon_lower(plan: StoragePlan, delta: float, *, thresholds: int = 1500) -> tuple[float, dict]:
+    """The largest epsilon the threshold tests on ``Y = y_F`` force (>= 0), and details."""
+    w = _weights(plan)
+    s = plan.sigma
+    us = np.linspace(w.vals.min() - 4 * s, w.vals.max() + plan.clip_step + 9 * s, thresholds)
     best, best_u, direction = 0.0, None, None
-    log_delta = math.log(delta)
     for chunk in np.array_split(us, max(1, us.size // 200)):
-        z0 = (chunk[:, None] - vals[None, :]) / s
-        z1 = z0 - plan.clip_step / s
-        sf_d = special.ndtr(-z0) @ wd
-        cdf_d = special.ndtr(z0) @ wd
-        sf_p = ((1 - q) * special.ndtr(-z0) + q * special.ndtr(-z1)) @ wp
-        cdf_p = ((1 - q) * special.ndtr(z0) + q * special.ndtr(z1)) @ wp
+        b = threshold_bounds(plan, chunk, w)
         with np.errstate(divide="ignore", invalid="ignore"):
-            add = np.log(np.maximum(sf_p - _PAD - delta, 0.0)) - np.log(sf_d + slack_d + _PAD)
-            rem = np.log(np.maximum(cdf_d - _PAD - delta, 0.0)) - np.log(cdf_p + slack_p + _PAD)
+            add = np.log(np.maximum(b["sf_p_low"] - delta, 0.0)) - np.log(b["sf_d_up"])
+            rem = np.log(np.maximum(b["cdf_d_low"] - delta, 0.0)) - np.log(b["cdf_p_up"])
         for arr, name in ((add, "add"), (rem, "remove")):
             i = int(np.argmax(arr))
             if np.isfinite(arr[i]) and arr[i] > best:
                 best, best_u, direction = float(arr[i]), float(chunk[i]), name
-    del log_delta
     details = {
-        "storage_steps": n_store,
+        "storage_steps": plan.final - plan.store_from,
         "store_from": plan.store_from,
         "release_step": plan.final,
-        "lattice_c": c,
+        "lattice_c": plan.c,
         "alpha": plan.alpha,
         "instance_gradient": plan.grad,
-        "p_not_saturated": slack_p,
-        "dropped_mass_d": slack_d,
+        "p_not_saturated": w.slack_p,
+        "dropped_mass_d": w.slack_d,
         "threshold": best_u,
         "direction": direction,
     }
