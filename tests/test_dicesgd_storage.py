@@ -164,3 +164,14 @@ def test_bad_input_names_the_parameter(name, value):
     kw[name] = value
     with pytest.raises(InvalidParameter, match=name):
         dicesgd_storage_epsilon_lower(**kw)
+
+
+@pytest.mark.slow
+def test_grid_cell_far_above_the_lattice_audit_and_below_the_certified():
+    """At the grid cell G = 11 C1, C2 = C1 (certified z = 3828 for eps = 2) the lattice audit found
+    eps >= 0.0007; releasing the stored residuals together gives more than 25 times that."""
+    low, det = dicesgd_storage_epsilon_lower(
+        sample_rate=0.02, noise_multiplier=3828.0, steps=150, delta=1e-5, c1=1.0, c2=1.0,
+        batch_size=1000.0, grad_bound=11.0, dataset_size=50_000,
+    )  # fmt: skip
+    assert 0.0175 < low < 2.0 and det["instance_gradient"] <= 11.0
