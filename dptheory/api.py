@@ -53,6 +53,7 @@ _OPTION_FIELDS = (
     "clients",
     "tau",
     "rounds",
+    "evaluation",
 )
 
 
@@ -65,12 +66,21 @@ def build_params(
     orders: str | Sequence[float] | None = None,
     conversion: str | None = None,
     method: str | None = None,
+    max_grad_norm: float | None = None,
     **options: Any,
 ) -> PrivacyParams:
-    """Options (API/CLI spelling) -> unresolved :class:`PrivacyParams` (files read, orders parsed)."""
+    """Options (API/CLI spelling) -> unresolved :class:`PrivacyParams` (files read, orders parsed).
+
+    ``max_grad_norm`` is Opacus's name for the clip norm ``c1`` (accepted as an alias)."""
     from accounting.algorithms.registry import get_algorithm
 
     get_algorithm(algo)
+    if max_grad_norm is not None:
+        if options.get("c1") is not None and options["c1"] != max_grad_norm:
+            raise InvalidParameter(
+                "max_grad_norm", f"is Opacus's name for c1; give one of them (got c1={options['c1']!r})"
+            )
+        options = dict(options, c1=max_grad_norm)
     unknown = sorted(set(options) - set(_OPTION_FIELDS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(_OPTION_FIELDS)}")
@@ -92,6 +102,13 @@ def build_params(
         fields["schedule_values"] = tuple(float(v) for v in fields["schedule_values"])
     if orders is not None:
         fields["orders"] = _parse_orders(orders)
+    if "evaluation" in fields:
+        from accounting.algorithms.d2p2 import EVALUATIONS
+
+        if fields["evaluation"] not in EVALUATIONS:
+            raise InvalidParameter(
+                "evaluation", f"must be one of {', '.join(EVALUATIONS)} (got {fields['evaluation']!r})"
+            )
     c2 = fields.get("c2")
     if "max_noise_ratio" in fields:
         if not (isinstance(c2, str) and c2.strip().lower() == "auto"):

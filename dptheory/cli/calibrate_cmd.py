@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                 bar.set_postfix_str(f"{args.target} {value:.6g} -> eps {epsilon:.6g}", refresh=False)
                 bar.update(1)
 
-        report = api.calibrate(
+        same = dict(
             defaults="paper",
             eps=args.eps,
             delta=args.delta,
@@ -100,12 +100,20 @@ def run(args: argparse.Namespace) -> int:
             accountant=args.accountant,
             target=args.target,
             noise_multiplier=args.noise_multiplier,
-            progress=progress,
-            **options,
+        )
+        report = api.calibrate(progress=progress, **same, **options)
+        # DiceSGD without a residual clip: what a user can train with, in the same run (first screen)
+        from dptheory import dicesgd_hint
+
+        alt = dicesgd_hint.trainable_alternative(
+            report, calibrate=lambda **kw: api.calibrate(**same, **kw), options=options, progress=progress
         )
     emit_warnings(report.warnings)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, allow_nan=False))
+        out = report.to_json()
+        if alt is not None:
+            out["trainable_alternative"] = alt
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        print(render_report(report, command="calibrate"))
+        print(render_report(report, command="calibrate", note=alt and alt["sentence"]))
     return 0
