@@ -49,6 +49,9 @@ def trainable_alternative(
     r = RESIDUAL_FRACTION * c1
     alt = calibrate(**dict(options, residual_clip=r), progress=progress)
     z = float(alt.noise_multiplier)
+    if not z < report.noise_multiplier:
+        return None
+    flush = any("flush regime" in a for a in alt.assumptions)
     return {
         "residual_clip": r,
         "grad_bound": c1 + r,
@@ -56,17 +59,22 @@ def trainable_alternative(
         "dpsgd_clip": c1 + r,
         "dpsgd_noise_multiplier": z * c1 / (c1 + r),
         "epsilon": float(alt.epsilon),
-        "sentence": sentence(report.noise_multiplier, z, c1, r),
+        "flush_regime": flush,
+        "sentence": sentence(report.noise_multiplier, z, c1, r, flush=flush),
     }
 
 
-def sentence(z_paper: float, z_usable: float, c1: float, r: float) -> str:
+def sentence(z_paper: float, z_usable: float, c1: float, r: float, *, flush: bool = True) -> str:
     """One sentence a practitioner understands (noise printed rounded up, as every noise is)."""
     from dptheory.cli.params import fmt_up
 
     return (
         f"to train, use z = {fmt_up(z_usable, 4)}: add --residual-clip {r:g} (or bound per-example gradients "
-        f"by {c1 + r:g}, --grad-bound {c1 + r:g}) and DiceSGD is certified as DP-SGD clipped at C1 + R = "
-        f"{c1 + r:g} (flush regime); z = {fmt_up(z_paper, 5)} is the price of the paper's unbounded "
-        "error feedback."
+        f"by {c1 + r:g}, --grad-bound {c1 + r:g})"
+        + (
+            f" and DiceSGD is certified as DP-SGD clipped at C1 + R = {c1 + r:g} (flush regime)"
+            if flush
+            else ""
+        )
+        + f"; z = {fmt_up(z_paper, 5)} is the price of the paper's unbounded error feedback."
     )

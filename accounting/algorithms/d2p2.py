@@ -99,6 +99,7 @@ def _used(v: EpsilonValue, evaluation: str, how: str) -> EpsilonValue:
         note += "; --evaluation exact gives the exact value (slower)"
     return EpsilonValue(v.epsilon, v.order, (*v.assumptions, note), v.warnings, v.details)
 
+
 def lemma45_epsilon(
     sample_rate: float, multipliers: np.ndarray, delta: float, counts: np.ndarray | None = None
 ) -> tuple[float, float | None]:
