@@ -495,6 +495,7 @@ def compare(
     audit_confidence: float = 0.99,
     audit_seed: int = 0,
     defaults: str | None = None,
+    progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Claimed, certified and audit side by side (``--compare``).
@@ -502,7 +503,10 @@ def compare(
     With ``eps`` the noise is first calibrated in ``mode`` (default: the algorithm's default
     mode); all three are then evaluated at that noise multiplier. Each entry is a report, or a
     string saying why it is not available. The audit uses ``accounting.audit.run_audit``.
+    ``progress(stage)``, if given, is called before each of the (up to 6) stages; options as in
+    :func:`epsilon`.
     """
+    stage = progress or (lambda name: None)
     from accounting.algorithms.registry import get_algorithm
 
     algorithm = get_algorithm(algo)
@@ -510,6 +514,7 @@ def compare(
     options = dict(options, defaults="paper")  # checked once above; the calls below reuse it
     out: dict[str, Any] = {}
     if eps is not None:
+        stage("calibrate")
         main = calibrate(eps=eps, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
         out["calibrated"] = main
         z = main.noise_multiplier
@@ -517,6 +522,7 @@ def compare(
             if main.mode == m and main.label == m and _acc(m, accountant) == accountant:
                 out[f"{m}_noise_multiplier"] = main.noise_multiplier  # already calibrated
                 continue
+            stage(f"calibrate {m}")
             try:
                 r = calibrate(
                     eps=eps, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
@@ -527,12 +533,14 @@ def compare(
     else:
         z = noise_multiplier
     for m in ("claimed", "certified"):
+        stage(f"epsilon {m}")
         try:
             out[m] = epsilon(
                 noise_multiplier=z, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
             )
         except InvalidParameter as err:
             out[m] = f"n/a ({err.message})"
+    stage("audit")
     out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, audit_seed)
     out["noise_multiplier"] = z
     return out

@@ -337,6 +337,14 @@ def render_report(report, *, command: str, note: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def render_defaults(report) -> str:
+    """The "defaults assumed" block of ``report`` (as :func:`render_report` prints it); "" if none."""
+    assumed = getattr(report, "defaults_assumed", None)
+    if not assumed:
+        return ""
+    return "\n".join(["defaults assumed:", *(f"  {d}" for d in assumed)])
+
+
 def _audit_cell(audit: Any) -> tuple[str, str]:
     if isinstance(audit, str):
         return audit, ""
