@@ -135,3 +135,15 @@ def test_cli_prints_which_evaluation(capsys):
     assert "evaluation: exact" in out
     _, out, _ = _run(capsys, [*argv, "--evaluation", "bound"])
     assert "evaluation: bound" in out
+
+
+def test_figures_without_out_writes_a_temporary_folder(tmp_path, monkeypatch, capsys):
+    """``dptheory figures`` in a checkout never rewrites the tracked figures/ unless --out says so."""
+    import pathlib
+
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = _run(capsys, ["figures", "--quick", "--only", "epsilon_schedules.png"])
+    assert rc == 0
+    written = pathlib.Path(out.strip())
+    assert written.name == "epsilon_schedules.png" and written.is_file()
+    assert written.parent.name.startswith("dptheory-figures-") and list(tmp_path.iterdir()) == []
