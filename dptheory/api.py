@@ -1,12 +1,8 @@
 """Python API: ``dptheory.epsilon(...)`` and ``dptheory.calibrate(...)``.
 
-Keyword names are the CLI option names with ``_`` (``sample_rate``, ``batch_size``,
-``dataset_size``, ``steps``, ``epochs``, ``c1``, ``c2`` (a number or ``"auto"``), ``grad_bound``,
-``max_noise_ratio``, ``schedule``, ``schedule_file``, ``schedule_values``, ``schedule_rho``,
-``projection_dim``, ``model_dim``, ``projection``, ``projection_sigma_max``, ``clients``, ``tau``,
-``rounds``, ``orders`` (a ``--orders`` string or a sequence), ``conversion``/``method``
-(``"improved"`` or ``"classic"``)). The CLI calls exactly these functions, so both give the
-same numbers.
+Keyword names are the CLI option names with ``_`` (the full list is in :func:`epsilon`'s
+docstring); ``max_grad_norm`` is accepted as Opacus's name for ``c1``. The CLI calls exactly these
+functions, so both give the same numbers.
 
 Calibration (``target="noise_multiplier"``) returns the smallest noise multiplier whose epsilon
 in the chosen mode is <= ``eps``: a safeguarded root search on log z (``accounting.calibration``); the
@@ -278,6 +274,25 @@ def epsilon(
     ``mode=None`` is the algorithm's default (certified; for DiceSGD without a certified
     accountant, "claimed (not certified)" with a warning). With ``schedule_file`` the per-step
     values are multiplied by ``noise_multiplier``, which then defaults to 1.
+
+    Every option (``None`` = not given; ranges in ``dptheory epsilon --help``):
+
+    * sampling and length: ``sample_rate`` (Poisson rate q), ``batch_size`` (expected B = qN),
+      ``dataset_size`` (N), ``steps`` (T), ``epochs`` (T = ceil(epochs / q));
+    * clipping (dpsgd, dicesgd): ``c1`` (clip norm; alias ``max_grad_norm``, Opacus's name),
+      ``c2`` (DiceSGD's error clip, a number or ``"auto"``), ``max_noise_ratio`` (for
+      ``c2="auto"``), ``grad_bound`` (a bound on every per-example gradient norm),
+      ``residual_clip`` (DiceSGD's residual clip R), ``clip_mode`` (``"flat"`` or
+      ``"automatic"``), ``gamma`` (automatic clipping's gamma);
+    * D2P2 family: ``schedule`` (``constant``, ``inv-k``, ``inv-sqrt-k``, ``exp``),
+      ``schedule_file`` (a file of per-step factors) or ``schedule_values`` (a sequence),
+      ``schedule_rho`` (the exp schedule's rho), ``projection_dim``, ``model_dim``,
+      ``projection`` (``"fresh"`` or ``"fixed"``), ``projection_sigma_max``, ``evaluation``
+      (``"auto"``, ``"exact"`` or ``"bound"``: how a schedule's RDP is evaluated; auto is exact
+      when estimated under about a second; the report's assumptions say which was used);
+    * Clip21-SGD2M: ``clients``, ``tau``, ``rounds``;
+    * accounting: ``orders`` (a ``--orders`` string or a sequence), ``conversion`` or its alias
+      ``method`` (``"improved"`` or ``"classic"``).
     """
     from accounting.algorithms.registry import get_algorithm
 
@@ -374,6 +389,14 @@ def calibrate(
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
     ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules
     take a minute: the CLI shows a progress bar with it).  ``defaults`` as in :func:`epsilon`.
+
+    Options: every option of :func:`epsilon` -- ``sample_rate``, ``batch_size``, ``dataset_size``,
+    ``steps``, ``epochs``, ``c1`` (alias ``max_grad_norm``), ``c2`` (with ``"auto"``: the design
+    helper, ``max_noise_ratio``), ``grad_bound``, ``residual_clip``, ``clip_mode``, ``gamma``,
+    ``schedule``, ``schedule_file``, ``schedule_values``, ``schedule_rho``, ``projection_dim``,
+    ``model_dim``, ``projection``, ``projection_sigma_max``, ``evaluation``, ``clients``, ``tau``,
+    ``rounds``, ``orders``, ``conversion``/``method`` -- except that ``steps``, ``epochs``,
+    ``rounds`` and schedule files cannot be given with ``target="steps"``.
     """
     report_progress = progress or (lambda value, epsilon: None)
     from accounting.algorithms.registry import get_algorithm

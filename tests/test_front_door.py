@@ -147,3 +147,11 @@ def test_figures_without_out_writes_a_temporary_folder(tmp_path, monkeypatch, ca
     written = pathlib.Path(out.strip())
     assert written.name == "epsilon_schedules.png" and written.is_file()
     assert written.parent.name.startswith("dptheory-figures-") and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fn", [api.epsilon, api.calibrate])
+def test_docstring_lists_every_option(fn):
+    """``help(dptheory.epsilon)`` / ``help(dptheory.calibrate)`` name every option build_params accepts."""
+    names = (*api._OPTION_FIELDS, "schedule_file", "orders", "conversion", "method", "max_grad_norm")
+    missing = [n for n in names if f"``{n}``" not in fn.__doc__]
+    assert not missing, missing
