@@ -42,6 +42,7 @@ def test_quick_run_leaves_the_repository_alone_and_quiet():
     """Issue 19 §5: --quick writes its figure to a temporary folder (never the tracked
     figures/opacus_digits.png) and prints none of the Opacus warnings the example handles."""
     import os
+    import shutil
     import subprocess
     import sys
 
@@ -59,5 +60,6 @@ def test_quick_run_leaves_the_repository_alone_and_quiet():
     assert proc.returncode == 0, proc.stderr
     plot = next(line[len("plot: ") :] for line in proc.stdout.splitlines() if line.startswith("plot: "))
     assert pathlib.Path(plot).is_file() and ROOT not in pathlib.Path(plot).resolve().parents
+    shutil.rmtree(pathlib.Path(plot).parent)
     assert (tracked.stat().st_mtime_ns if tracked.exists() else None) == before
     assert "Warning" not in proc.stderr, proc.stderr

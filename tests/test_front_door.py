@@ -140,6 +140,7 @@ def test_cli_prints_which_evaluation(capsys):
 def test_figures_without_out_writes_a_temporary_folder(tmp_path, monkeypatch, capsys):
     """``dptheory figures`` in a checkout never rewrites the tracked figures/ unless --out says so."""
     import pathlib
+    import shutil
 
     monkeypatch.chdir(tmp_path)
     rc, out, _ = _run(capsys, ["figures", "--quick", "--only", "epsilon_schedules.png"])
@@ -147,6 +148,7 @@ def test_figures_without_out_writes_a_temporary_folder(tmp_path, monkeypatch, ca
     written = pathlib.Path(out.strip())
     assert written.name == "epsilon_schedules.png" and written.is_file()
     assert written.parent.name.startswith("dptheory-figures-") and list(tmp_path.iterdir()) == []
+    shutil.rmtree(written.parent)
 
 
 @pytest.mark.parametrize("fn", [api.epsilon, api.calibrate])
