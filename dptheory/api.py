@@ -1,12 +1,8 @@
 """Python API: ``dptheory.epsilon(...)`` and ``dptheory.calibrate(...)``.
 
-Keyword names are the CLI option names with ``_`` (``sample_rate``, ``batch_size``,
-``dataset_size``, ``steps``, ``epochs``, ``c1``, ``c2`` (a number or ``"auto"``), ``grad_bound``,
-``max_noise_ratio``, ``schedule``, ``schedule_file``, ``schedule_values``, ``schedule_rho``,
-``projection_dim``, ``model_dim``, ``projection``, ``projection_sigma_max``, ``clients``, ``tau``,
-``rounds``, ``orders`` (a ``--orders`` string or a sequence), ``conversion``/``method``
-(``"improved"`` or ``"classic"``)). The CLI calls exactly these functions, so both give the
-same numbers.
+Keyword names are the CLI option names with ``_`` (the full list is in :func:`epsilon`'s
+docstring); ``max_grad_norm`` is accepted as Opacus's name for ``c1``. The CLI calls exactly these
+functions, so both give the same numbers.
 
 Calibration (``target="noise_multiplier"``) returns the smallest noise multiplier whose epsilon
 in the chosen mode is <= ``eps``: a safeguarded root search on log z (``accounting.calibration``); the
@@ -57,6 +53,7 @@ _OPTION_FIELDS = (
     "clients",
     "tau",
     "rounds",
+    "evaluation",
 )
 
 
@@ -70,12 +67,21 @@ def build_params(
     orders: str | Sequence[float] | None = None,
     conversion: str | None = None,
     method: str | None = None,
+    max_grad_norm: float | None = None,
     **options: Any,
 ) -> PrivacyParams:
-    """Options (API/CLI spelling) -> unresolved :class:`PrivacyParams` (files read, orders parsed)."""
+    """Options (API/CLI spelling) -> unresolved :class:`PrivacyParams` (files read, orders parsed).
+
+    ``max_grad_norm`` is Opacus's name for the clip norm ``c1`` (accepted as an alias)."""
     from accounting.algorithms.registry import get_algorithm
 
     get_algorithm(algo)
+    if max_grad_norm is not None:
+        if options.get("c1") is not None and options["c1"] != max_grad_norm:
+            raise InvalidParameter(
+                "max_grad_norm", f"is Opacus's name for c1; give one of them (got c1={options['c1']!r})"
+            )
+        options = dict(options, c1=max_grad_norm)
     unknown = sorted(set(options) - set(_OPTION_FIELDS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(_OPTION_FIELDS)}")
@@ -100,6 +106,13 @@ def build_params(
         fields["schedule_values"] = tuple(values.tolist())
     if orders is not None:
         fields["orders"] = _parse_orders(orders)
+    if "evaluation" in fields:
+        from accounting.algorithms.d2p2 import EVALUATIONS
+
+        if fields["evaluation"] not in EVALUATIONS:
+            raise InvalidParameter(
+                "evaluation", f"must be one of {', '.join(EVALUATIONS)} (got {fields['evaluation']!r})"
+            )
     c2 = fields.get("c2")
     if "max_noise_ratio" in fields:
         if not (isinstance(c2, str) and c2.strip().lower() == "auto"):
@@ -265,6 +278,25 @@ def epsilon(
 
     ``mode=None`` is the algorithm's default (certified). With ``schedule_file`` the per-step
     values are multiplied by ``noise_multiplier``, which then defaults to 1.
+
+    Every option (``None`` = not given; ranges in ``dptheory epsilon --help``):
+
+    * sampling and length: ``sample_rate`` (Poisson rate q), ``batch_size`` (expected B = qN),
+      ``dataset_size`` (N), ``steps`` (T), ``epochs`` (T = ceil(epochs / q));
+    * clipping (dpsgd, dicesgd): ``c1`` (clip norm; alias ``max_grad_norm``, Opacus's name),
+      ``c2`` (DiceSGD's error clip, a number or ``"auto"``), ``max_noise_ratio`` (for
+      ``c2="auto"``), ``grad_bound`` (a bound on every per-example gradient norm),
+      ``residual_clip`` (DiceSGD's residual clip R), ``clip_mode`` (``"flat"`` or
+      ``"automatic"``), ``gamma`` (automatic clipping's gamma);
+    * D2P2 family: ``schedule`` (``constant``, ``inv-k``, ``inv-sqrt-k``, ``exp``),
+      ``schedule_file`` (a file of per-step factors) or ``schedule_values`` (a sequence),
+      ``schedule_rho`` (the exp schedule's rho), ``projection_dim``, ``model_dim``,
+      ``projection`` (``"fresh"`` or ``"fixed"``), ``projection_sigma_max``, ``evaluation``
+      (``"auto"``, ``"exact"`` or ``"bound"``: how a schedule's RDP is evaluated; auto is exact
+      when estimated under about a second; the report's assumptions say which was used);
+    * Clip21-SGD2M: ``clients``, ``tau``, ``rounds``;
+    * accounting: ``orders`` (a ``--orders`` string or a sequence), ``conversion`` or its alias
+      ``method`` (``"improved"`` or ``"classic"``).
     """
     from accounting.algorithms.registry import get_algorithm
 
@@ -340,6 +372,32 @@ def _coarse_start(eps_of: Callable[[float], float], eps: float) -> float | None:
             return None
 
 
+def _auto_exact_with_cheaper_bound(p: PrivacyParams) -> bool:
+    """``evaluation="auto"`` evaluates this schedule exactly while the smooth bound would be
+    cheaper (accounting.algorithms.d2p2): the search then starts from the bound's root."""
+    if (p.evaluation or "auto") != "auto" or p.schedule in (None, "constant", "file") or not p.steps:
+        return False
+    from accounting.algorithms.d2p2 import exact_is_cheap
+    from accounting.schedule_bound import smooth_pays
+    from accounting.schedules import DEFAULT_RHO
+
+    rho = DEFAULT_RHO if p.schedule_rho is None else float(p.schedule_rho)
+    steps = int(p.steps)
+    return exact_is_cheap(steps) and smooth_pays(p.schedule, 1.0, steps, rho=rho)
+
+
+def _bound_start(bound_of: Callable[[float], float], eps: float) -> float | None:
+    """A starting guess: the root under the certified smooth bound (each evaluation ~10x cheaper
+    than the exact one), to 1e-4.  Only a start: the exact search brackets and evaluates everything
+    it returns, so the answer does not depend on it beyond rtol; it saves most exact evaluations."""
+    from accounting.calibration import calibrate_decreasing
+
+    try:
+        return calibrate_decreasing(bound_of, eps, option="--eps", rtol=1e-4).value
+    except UnreachableTarget:
+        return None
+
+
 @python_names
 def calibrate(
     *,
@@ -362,6 +420,14 @@ def calibrate(
     ``noise_multiplier``. Raises ``UnreachableTarget`` (``--eps``) when no value reaches it.
     ``progress(value, epsilon)``, if given, is called after every evaluation (long schedules
     take a minute: the CLI shows a progress bar with it).  ``defaults`` as in :func:`epsilon`.
+
+    Options: every option of :func:`epsilon` -- ``sample_rate``, ``batch_size``, ``dataset_size``,
+    ``steps``, ``epochs``, ``c1`` (alias ``max_grad_norm``), ``c2`` (with ``"auto"``: the design
+    helper, ``max_noise_ratio``), ``grad_bound``, ``residual_clip``, ``clip_mode``, ``gamma``,
+    ``schedule``, ``schedule_file``, ``schedule_values``, ``schedule_rho``, ``projection_dim``,
+    ``model_dim``, ``projection``, ``projection_sigma_max``, ``evaluation``, ``clients``, ``tau``,
+    ``rounds``, ``orders``, ``conversion``/``method`` -- except that ``steps``, ``epochs``,
+    ``rounds`` and schedule files cannot be given with ``target="steps"``.
     """
     report_progress = progress or (lambda value, epsilon: None)
     from accounting.algorithms.registry import get_algorithm
@@ -391,6 +457,9 @@ def calibrate(
         start = None
         if accountant == "rdp" and p.schedule not in (None, "constant"):
             start = _coarse_start(lambda z: fn(p.with_(noise_multiplier=z)).epsilon, eps)
+            if start is None and _auto_exact_with_cheaper_bound(p):
+                bound = lambda z: fn(p.with_(noise_multiplier=z, evaluation="bound")).epsilon  # noqa: E731
+                start = _bound_start(bound, eps)
         try:
             z, info = _calibrate_decreasing(eps_of, eps, "--eps", start=start)
         except UnreachableTarget:
@@ -484,6 +553,7 @@ def compare(
     audit_confidence: float = 0.99,
     audit_seed: int = 0,
     defaults: str | None = None,
+    progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Claimed, certified and audit side by side (``--compare``).
@@ -494,7 +564,10 @@ def compare(
     entry that does not exist for this algorithm (no certified bound, no audit of it, a target
     that mode cannot reach) is a string ``"n/a (why)"``; every other entry is a report (or a
     number for the ``*_noise_multiplier`` keys).  The audit uses ``accounting.audit.run_audit``.
+    ``progress(stage)``, if given, is called before each of the (up to 6) stages; options as in
+    :func:`epsilon`.
     """
+    stage = progress or (lambda name: None)
     from accounting.algorithms.registry import get_algorithm
 
     if (eps is None) == (noise_multiplier is None):
@@ -511,6 +584,7 @@ def compare(
     options = dict(options, defaults="paper")  # checked once above; the calls below reuse it
     out: dict[str, Any] = {}
     if eps is not None:
+        stage("calibrate")
         main = calibrate(eps=eps, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
         out["calibrated"] = main
         z = main.noise_multiplier
@@ -518,6 +592,7 @@ def compare(
             if main.mode == m and main.label == m and _acc(m, accountant) == accountant:
                 out[f"{m}_noise_multiplier"] = main.noise_multiplier  # already calibrated
                 continue
+            stage(f"calibrate {m}")
             try:
                 r = calibrate(
                     eps=eps, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
@@ -530,12 +605,14 @@ def compare(
         # bad input raises here, before any entry could turn it into an "n/a"
         epsilon(noise_multiplier=z, delta=delta, algo=algo, mode=mode, accountant=accountant, **options)
     for m in ("claimed", "certified"):
+        stage(f"epsilon {m}")
         try:
             out[m] = epsilon(
                 noise_multiplier=z, delta=delta, algo=algo, mode=m, accountant=_acc(m, accountant), **options
             )
         except _UNAVAILABLE as err:
             out[m] = f"n/a ({err.message})"
+    stage("audit")
     try:
         out["audit"] = _audit(algorithm, z, delta, options, audit_samples, audit_confidence, int(audit_seed))
     except InvalidParameter as err:

@@ -34,3 +34,32 @@ def test_opacus_digits_quick(tmp_path, capsys):
     assert res[0]["test_accuracy"] > 0.6 and res[1]["test_accuracy"] > 0.6
     assert plot.stat().st_size > 0
     assert "| DP-SGD |" in capsys.readouterr().out
+
+
+# slow: about 9 s of CPU (a subprocess importing torch, scikit-learn and opacus, one training)
+@pytest.mark.slow
+def test_quick_run_leaves_the_repository_alone_and_quiet():
+    """Issue 19 §5: --quick writes its figure to a temporary folder (never the tracked
+    figures/opacus_digits.png) and prints none of the Opacus warnings the example handles."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    tracked = ROOT / "figures" / "opacus_digits.png"
+    before = tracked.stat().st_mtime_ns if tracked.exists() else None
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "examples/opacus_digits.py", "--quick", "--algos", "dpsgd"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    plot = next(line[len("plot: ") :] for line in proc.stdout.splitlines() if line.startswith("plot: "))
+    assert pathlib.Path(plot).is_file() and ROOT not in pathlib.Path(plot).resolve().parents
+    shutil.rmtree(pathlib.Path(plot).parent)
+    assert (tracked.stat().st_mtime_ns if tracked.exists() else None) == before
+    assert "Warning" not in proc.stderr, proc.stderr

@@ -23,7 +23,8 @@ class CheckProgress:
         if self._started:
             self._bar.update(1)
         self._started = True
-        self._bar.set_postfix_str(label, refresh=False)
+        # shown at once: one check can run for minutes, and its name is the only news till then
+        self._bar.set_postfix_str(label, refresh=True)
 
     def advance(self, n: int, label: str) -> None:
         """``n`` checks finished at once (a whole claim run elsewhere, by a worker process)."""

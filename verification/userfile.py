@@ -122,7 +122,7 @@ def validate_claims(
     for i, c in enumerate(out):
         if not isinstance(c, Claim):
             raise ClaimsFileError(
-                f"CLAIMS[{i}] in {where} is a {type(c).__name__}, not a dptheory.claims.Claim"
+                f"CLAIMS[{i}] in {where} is of type {type(c).__name__}, not a dptheory.claims.Claim"
             )
         if not isinstance(c.id, str) or not c.id.strip() or any(ch.isspace() for ch in c.id):
             raise ClaimsFileError(
@@ -137,7 +137,7 @@ def validate_claims(
             raise ClaimsFileError(f"claim {c.id!r} in {where} has no checks")
         if c.domain is not None and not isinstance(c.domain, Domain):
             raise ClaimsFileError(
-                f"claim {c.id!r} in {where}: domain is a {type(c.domain).__name__}, "
+                f"claim {c.id!r} in {where}: domain is of type {type(c.domain).__name__}, "
                 "not a dptheory.claims.Domain"
             )
         if any(not isinstance(r, Reading) for r in c.readings):

@@ -79,6 +79,8 @@ class PrivacyParams:
     residual_clip: float | None = None
     clip_mode: str | None = None
     gamma: float | None = None
+    # D2P2 family: RDP evaluation of a schedule, "auto" (None), "exact" or "bound" (algorithms.d2p2).
+    evaluation: str | None = None
 
     def with_(self, **changes: Any) -> PrivacyParams:
         """A copy with some fields replaced (frozen dataclass helper)."""

@@ -77,6 +77,29 @@ FASHIONMNIST_CNN_PARAMS += (64 * 64 + 64) + (64 * 10 + 10)
 PROJECTION_RATIO = 0.7
 
 
+#: ``--evaluation`` choices: how the RDP of a noise schedule is evaluated (see ``_accountant_fn``).
+EVALUATIONS = ("auto", "exact", "bound")
+#: Measured cost of the screened exact path per distinct noise value (inv-k, T = 1000-4000,
+#: q = 0.017, base z 3-30: 0.04-0.5 ms on one loaded core); ``auto`` uses the upper end.
+EXACT_SECONDS_PER_STEP = 5e-4
+#: ``auto`` evaluates exactly when the estimate is at most this (about a second).
+EXACT_AUTO_MAX_SECONDS = 1.0
+
+
+def exact_is_cheap(distinct_steps: int) -> bool:
+    """Whether evaluating ``distinct_steps`` noise values exactly is estimated to cost <= ~1 s
+    (2000 distinct steps: also where :mod:`accounting.rdp`'s own exact route ends)."""
+    return distinct_steps * EXACT_SECONDS_PER_STEP <= EXACT_AUTO_MAX_SECONDS
+
+
+def _used(v: EpsilonValue, evaluation: str, how: str) -> EpsilonValue:
+    """``v`` with a line saying which evaluation produced it."""
+    note = f"evaluation: {evaluation} ({how})"
+    if evaluation == "bound":
+        note += "; --evaluation exact gives the exact value (slower)"
+    return EpsilonValue(v.epsilon, v.order, (*v.assumptions, note), v.warnings, v.details)
+
+
 def lemma45_epsilon(
     sample_rate: float, multipliers: np.ndarray, delta: float, counts: np.ndarray | None = None
 ) -> tuple[float, float | None]:
@@ -201,11 +224,23 @@ class _D2P2Family(Algorithm):
         return float(p.noise_multiplier) / float(p.batch_size)
 
     def _accountant_fn(self, p: PrivacyParams, accountant: str, z: np.ndarray, counts: np.ndarray):
-        """``eps_of(factor, delta) -> EpsilonValue``: multipliers ``z / factor``, each ``counts`` times."""
+        """``eps_of(factor, delta) -> EpsilonValue``: multipliers ``z / factor``, each ``counts`` times.
+
+        RDP evaluation (``p.evaluation``, :data:`EVALUATIONS`): ``"exact"`` evaluates every distinct
+        step at the orders that can be optimal (:mod:`accounting.order_screen`); ``"bound"`` uses the
+        certified smooth-schedule bound (:mod:`accounting.schedule_bound`) or sigma grid where they
+        are cheaper; ``"auto"`` (default) is exact when that costs under about a second
+        (:func:`exact_is_cheap`), else the bound.  Every route is a certified upper bound; the
+        report's assumptions say which one was used."""
 
         base, steps = float(p.noise_multiplier), int(p.steps)
+        evaluation = p.evaluation or "auto"
+        blocked = bool(counts.max() > 1 and z.size > 1)
+        exact = accountant == "rdp" and (
+            evaluation == "exact" or (evaluation == "auto" and not blocked and exact_is_cheap(z.size))
+        )
         smooth, rho = False, 0.0
-        if accountant == "rdp" and p.schedule != "file":
+        if accountant == "rdp" and p.schedule != "file" and not exact:
             from accounting.schedule_bound import smooth_pays
             from accounting.schedules import DEFAULT_RHO
 
@@ -231,28 +266,29 @@ class _D2P2Family(Algorithm):
                     delta=delta,
                     method=p.conversion,
                 )
-                return curve_epsilon(curve, delta, p.conversion)
+                return _used(curve_epsilon(curve, delta, p.conversion), "bound", "smooth-schedule bound")
             from accounting.rdp import exact_rdp_function, subsampled_gaussian_rdp
 
             # blocked schedules (T > EXACT_STEPS) are bounds already: the sigma-grid bound costs ~0.4 s
             # there against ~7 s for exact per-block evaluation, and adds ~1e-8 relative
-            evaluation = "grid" if counts.max() > 1 and z.size > 1 else "auto"
+            rule = "exact" if exact else ("grid" if blocked else "auto")
 
             def evaluate(orders: np.ndarray):
-                return subsampled_gaussian_rdp(
-                    p.sample_rate, zz, orders, counts=counts, evaluation=evaluation
-                )
+                return subsampled_gaussian_rdp(p.sample_rate, zz, orders, counts=counts, evaluation=rule)
 
-            exact = exact_rdp_function(p.sample_rate, zz, counts=counts) if evaluation == "auto" else None
-            if exact is not None:
+            screened = evaluate if exact else None
+            if rule == "auto":
+                screened = exact_rdp_function(p.sample_rate, zz, counts=counts)
+            if screened is not None:
                 # every step exact: only the orders that can be optimal (accounting.order_screen;
                 # the same epsilon and order as the whole curve, to rounding)
                 from accounting.order_screen import kl_floor, screened_epsilon
 
                 floor = kl_floor(p.sample_rate, zz, counts)
-                res = screened_epsilon(exact, orders_of(p), delta, method=p.conversion, floor=floor)
-                return result_epsilon(res)
-            return curve_epsilon(evaluate(orders_of(p)), delta, p.conversion)
+                res = screened_epsilon(screened, orders_of(p), delta, method=p.conversion, floor=floor)
+                how = "every step evaluated" + (" (blocks of a schedule rounded down)" if blocked else "")
+                return _used(result_epsilon(res), "exact", how)
+            return _used(curve_epsilon(evaluate(orders_of(p)), delta, p.conversion), "bound", "sigma grid")
 
         return eps_of
 

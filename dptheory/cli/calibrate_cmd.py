@@ -7,7 +7,6 @@ is <= E, or with ``--target steps`` the largest number of steps at a given noise
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from dptheory.cli.numbers import number
 from dptheory.cli.params import add_privacy_options
@@ -58,15 +57,25 @@ def run(args: argparse.Namespace) -> int:
             from dptheory.cli.main import UsageError
 
             raise UsageError("--compare", "only works with --target noise_multiplier")
-        result = api.compare(
-            defaults="paper",
-            eps=args.eps,
-            delta=args.delta,
-            algo=args.algo,
-            mode=args.mode,
-            accountant=args.accountant,
-            **options,
-        )
+        from dptheory.cli.progress import bar
+
+        with bar(args, desc="calibrate --compare", unit=" stages") as stages:
+
+            def stage(name: str) -> None:
+                if stages is not None:
+                    stages.set_postfix_str(name, refresh=False)
+                    stages.update(1)
+
+            result = api.compare(
+                defaults="paper",
+                eps=args.eps,
+                delta=args.delta,
+                algo=args.algo,
+                mode=args.mode,
+                accountant=args.accountant,
+                progress=stage,
+                **options,
+            )
         emit_warnings(result["calibrated"].warnings)
         if args.json:
             print(json.dumps(compare_to_json(result), indent=2, allow_nan=False))
@@ -74,24 +83,18 @@ def run(args: argparse.Namespace) -> int:
             print(render_report(result["calibrated"], command="calibrate"))
             print(render_compare(result, command="calibrate"))
         return 0
-    import contextlib
-    import sys
+    from dptheory.cli.progress import bar as progress_bar
 
-    # A progress bar only on a terminal (long schedules take a while to calibrate); tqdm is
-    # imported only then, since its import costs about as much as a static calibration.
-    bar_ctx: Any = contextlib.nullcontext(None)
-    if sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar_ctx = tqdm(desc="calibrating", unit=" evals", leave=False, file=sys.stderr)
-    with bar_ctx as bar:
+    # A progress bar only on a terminal and without --json (long schedules take a while to
+    # calibrate; dptheory.cli.progress)
+    with progress_bar(args, desc="calibrating", unit=" evals") as bar:
 
         def progress(value: float, epsilon: float) -> None:
             if bar is not None:
                 bar.set_postfix_str(f"{args.target} {value:.6g} -> eps {epsilon:.6g}", refresh=False)
                 bar.update(1)
 
-        report = api.calibrate(
+        same = dict(
             defaults="paper",
             eps=args.eps,
             delta=args.delta,
@@ -100,12 +103,20 @@ def run(args: argparse.Namespace) -> int:
             accountant=args.accountant,
             target=args.target,
             noise_multiplier=args.noise_multiplier,
-            progress=progress,
-            **options,
+        )
+        report = api.calibrate(progress=progress, **same, **options)
+        # DiceSGD without a residual clip: what a user can train with, in the same run (first screen)
+        from dptheory import dicesgd_hint
+
+        alt = dicesgd_hint.trainable_alternative(
+            report, calibrate=lambda **kw: api.calibrate(**same, **kw), options=options, progress=progress
         )
     emit_warnings(report.warnings)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, allow_nan=False))
+        out = report.to_json()
+        if alt is not None:
+            out["trainable_alternative"] = alt
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        print(render_report(report, command="calibrate"))
+        print(render_report(report, command="calibrate", note=alt and alt["sentence"]))
     return 0

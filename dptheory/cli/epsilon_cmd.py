@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         emit_warnings,
         options_from_args,
         render_compare,
+        render_defaults,
         render_report,
     )
 
@@ -52,15 +53,25 @@ def run(args: argparse.Namespace) -> int:
 
         raise InvalidParameter("--noise-multiplier", "is required (a number > 0)")
     if args.compare:
-        result = api.compare(
-            defaults="paper",
-            noise_multiplier=1.0 if z is None else z,
-            delta=args.delta,
-            algo=args.algo,
-            mode=args.mode,
-            accountant=args.accountant,
-            **options,
-        )
+        from dptheory.cli.progress import bar
+
+        with bar(args, desc="epsilon --compare", total=3, unit=" stages") as stages:
+
+            def progress(name: str) -> None:
+                if stages is not None:
+                    stages.set_postfix_str(name)
+                    stages.update(0 if name == "epsilon claimed" else 1)
+
+            result = api.compare(
+                defaults="paper",
+                noise_multiplier=1.0 if z is None else z,
+                delta=args.delta,
+                algo=args.algo,
+                mode=args.mode,
+                accountant=args.accountant,
+                progress=progress,
+                **options,
+            )
         main = result.get("certified")
         if hasattr(main, "warnings"):
             emit_warnings(main.warnings)
@@ -68,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(compare_to_json(result), indent=2, allow_nan=False))
         else:
             print(render_compare(result, command="epsilon"))
+            report = main if hasattr(main, "defaults_assumed") else result.get("claimed")
+            print(render_defaults(report))
         return 0
     report = api.epsilon(
         defaults="paper",

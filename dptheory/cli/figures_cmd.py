@@ -1,4 +1,7 @@
-"""``dptheory figures [--out DIR] [--quick]``: regenerate the README's figures (PNG, atomic writes)."""
+"""``dptheory figures [--out DIR] [--quick]``: regenerate the README's figures (PNG, atomic writes).
+
+Without ``--out`` the figures go to a new temporary folder (its paths are printed): running the
+command in a checkout never rewrites the tracked ``figures/``; ``--out figures`` does, on purpose."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import argparse
 def register(sub) -> None:
     p = sub.add_parser(
         "figures",
-        help="regenerate the README figures into figures/",
+        help="regenerate the README figures (into a new temporary folder unless --out DIR)",
         description=(
             "Regenerate: dicesgd_b1_bias.png (clipping bias vs C for DPSGD-GC and DiceSGD on dicesgd-b1), "
             "clip21_methods.png (Clip-GD, Clip21-GD, Clip21-SGD2M on clip21-example1 and "
@@ -24,7 +27,11 @@ def register(sub) -> None:
         metavar="NAME",
         help="regenerate only this figure (file name, e.g. dicesgd_tradeoff.png; repeatable)",
     )
-    p.add_argument("--out", default="figures", metavar="DIR", help="output directory (default figures/)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (default: a new temporary folder; '--out figures' rewrites the tracked ones)",
+    )
     p.add_argument(
         "--quick", action="store_true", help="fewer points and steps (smoke test, not for the README)"
     )
@@ -48,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
 
     require_extra("matplotlib", "torch")  # before the output directory is created
     out = args.out
+    if out is None:
+        import tempfile
+
+        out = tempfile.mkdtemp(prefix="dptheory-figures-")
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError("--out", f"is not a directory: {out}")
     parent = os.path.dirname(os.path.abspath(out))

@@ -39,6 +39,7 @@ PARAM_DESTS = (
     "rounds",
     "orders",
     "conversion",
+    "evaluation",
 )
 
 DEFAULTS_HELP = """\
@@ -94,7 +95,14 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "--epochs", type=number, metavar="E", help="epochs; steps = ceil(E / q) (default: paper's)"
     )
     g = parser.add_argument_group("DiceSGD / DP-SGD clipping")
-    g.add_argument("--c1", type=number, metavar="C1", help="clipping threshold of gradients (default 1)")
+    g.add_argument(
+        "--c1",
+        "--max-grad-norm",
+        dest="c1",
+        type=number,
+        metavar="C1",
+        help="clipping threshold of per-example gradients (Opacus's max_grad_norm; default 1)",
+    )
     g.add_argument(
         "--c2",
         type=_c2,
@@ -180,6 +188,13 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
         "--orders", metavar="LIST", help="Renyi orders, e.g. '1.5,2,4-64' or 'default,4096' (default grid)"
     )
     g.add_argument(
+        "--evaluation",
+        choices=("auto", "exact", "bound"),
+        help="RDP of a noise schedule (D2P2 family): exact, the certified smooth-schedule/sigma-grid "
+        "bound, or auto (default: exact when estimated under ~1 s, else the bound); the report says "
+        "which was used",
+    )
+    g.add_argument(
         "--conversion",
         choices=("improved", "classic"),
         default="improved",
@@ -253,8 +268,9 @@ def emit_warnings(warnings, stream=None) -> None:
         stream.write(f"warning: {w}\n")
 
 
-def render_report(report, *, command: str) -> str:
-    """A readable table of a PrivacyReport, with the defaults it assumed."""
+def render_report(report, *, command: str, note: str | None = None) -> str:
+    """A readable table of a PrivacyReport, with the defaults it assumed; ``note`` (a sentence) is
+    printed right under the noise rows, on the first screen."""
     from accounting.algorithms.registry import get_algorithm
 
     alg = get_algorithm(report.algo)
@@ -290,6 +306,13 @@ def render_report(report, *, command: str) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"dptheory {command}"]
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    if note:
+        import textwrap
+
+        at = next(i for i, (k, _) in enumerate(rows) if k == "noise std") + 2
+        lines[at:at] = textwrap.wrap(
+            note, 98, initial_indent="  => ", subsequent_indent="     ", break_on_hyphens=False
+        )
     if report.defaults_assumed:
         lines.append("defaults assumed:")
         lines += [f"  {d}" for d in report.defaults_assumed]
@@ -297,6 +320,14 @@ def render_report(report, *, command: str) -> str:
         lines.append("assumptions:")
         lines += [f"  - {a}" for a in report.assumptions]
     return "\n".join(lines)
+
+
+def render_defaults(report) -> str:
+    """The "defaults assumed" block of ``report`` (as :func:`render_report` prints it); "" if none."""
+    assumed = getattr(report, "defaults_assumed", None)
+    if not assumed:
+        return ""
+    return "\n".join(["defaults assumed:", *(f"  {d}" for d in assumed)])
 
 
 def _audit_cell(audit: Any) -> tuple[str, str]:

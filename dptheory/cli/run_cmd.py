@@ -212,17 +212,31 @@ def run(args: argparse.Namespace) -> int:
 
         runtime = args.flower_runtime or "simulation"
         backend.check_flower_options(args.algo, runtime=runtime, device=args.device)
+        from dptheory.cli.progress import bar
         from dptheory.integrations.flower.launch import FlowerRunError
 
         try:
-            result, report = backend.run_with_flower(
-                args.algo,
-                args.problem,
-                problem_options=popts,
-                runtime=runtime,
-                timeout=getattr(args, "timeout", None) or 86400.0,
-                **options,
-            )
+            with bar(args, desc=f"flower ({runtime})", unit=" rounds") as rounds:
+                done = {"n": 0, "k": 0}
+
+                def progress(k: int, t: int) -> None:  # seed k finished round t (one line, updated)
+                    if rounds is None:
+                        return
+                    if k != done["k"]:
+                        done["k"], done["n"] = k, 0
+                    rounds.set_postfix_str(f"seed {k + 1}, round {t}", refresh=False)
+                    rounds.update(t - done["n"])
+                    done["n"] = t
+
+                result, report = backend.run_with_flower(
+                    args.algo,
+                    args.problem,
+                    problem_options=popts,
+                    runtime=runtime,
+                    timeout=getattr(args, "timeout", None) or 86400.0,
+                    progress=progress,
+                    **options,
+                )
         except FlowerRunError as exc:  # every process is already stopped; say why in one line
             raise InvalidParameter("--backend", f"the Flower {runtime} failed: {exc.summary()}") from None
     else:

@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         extra=user,
         claims_file=args.claims_file or "",
         jobs=jobs,
+        # a bar per check on a terminal (verification.progress); none when the output is machine-read
+        progress=False if (args.json or args.markdown_table) else None,
     )
     elapsed = time.perf_counter() - t0
 

@@ -213,6 +213,18 @@ def _wait_for_nodes(grid: Grid, n: int, wait_s: float) -> list[int]:
         time.sleep(0.2)
 
 
+def _record_round(result_path: str, rnd: int) -> None:
+    """The last finished round, replaced atomically (a reader never sees a partial number)."""
+    if not result_path:
+        return
+    from dptheory.integrations.flower.launch import round_path
+
+    path = round_path(result_path)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        fh.write(str(rnd))
+    os.replace(path + ".tmp", path)
+
+
 def server_loop(grid: Grid, cfg: dict[str, Any]) -> dict[str, Any]:
     """The server side of all rounds; returns the iterates and each client's message count."""
     prob = _problem(cfg)
@@ -256,6 +268,7 @@ def server_loop(grid: Grid, cfg: dict[str, Any]) -> dict[str, Any]:
             _aggregate_partial(server, [received[i] for i in order], n)
         # as FederatedClipping.params after step(): the Clip21 family moved x in pre_round
         xs.append(flatten(server.params).tolist())
+        _record_round(str(cfg.get("result-path", "")), rnd)
     return {
         "x": xs,
         "g": server.g.tolist(),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,9 +180,12 @@ def run_with_flower(
     runtime: str = "simulation",
     timeout: float = 86400.0,
     drop: str = "",
+    progress: Callable[[int, int], None] | None = None,
     **options: Any,
 ):
-    """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``."""
+    """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``.
+
+    ``progress(seed_index, round)`` is called as the ServerApp finishes rounds."""
     from dptheory import runner
     from dptheory.integrations.flower.launch import run_flower
     from dptheory.problems import get_problem
@@ -215,7 +219,8 @@ def run_with_flower(
         cfg = flower_config(s, problem, popts, z, n, seed)
         cfg["drop"] = drop
         t0 = time.perf_counter()
-        out = run_flower(cfg, runtime=runtime, timeout=timeout)
+        on_round = None if progress is None else (lambda t, k=k: progress(k, t))
+        out = run_flower(cfg, runtime=runtime, timeout=timeout, on_round=on_round)
         report.wall_s.append(time.perf_counter() - t0)
         replay = _Replay(out["x"], prob.x0)
         result.runs.append(runner._run_one(replay, prob, s, fp, seed, None))

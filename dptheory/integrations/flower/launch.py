@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,6 +47,12 @@ QUIET_ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
+
+
+def round_path(result_path: str) -> str:
+    """Where the ServerApp records its last finished round, next to its result file (read by
+    :func:`run_flower`'s ``on_round``)."""
+    return result_path + ".round"
 
 
 class FlowerRunError(RuntimeError):
@@ -212,11 +218,13 @@ def run_flower(
     runtime: str = "simulation",
     timeout: float = 600.0,
     workdir: str | None = None,
+    on_round: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the apps with ``config`` (keys of :data:`apps.CONFIG_KEYS`); return the server's result.
 
     ``timeout`` bounds the whole run; on expiry every started process is killed and
-    :class:`FlowerRunError` is raised.
+    :class:`FlowerRunError` is raised.  ``on_round(t)``, if given, is called in this process as
+    the ServerApp reports finished rounds (polled every 0.1 s; the progress bar of ``dptheory run``).
     """
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES} (got {runtime!r})")
@@ -231,7 +239,7 @@ def run_flower(
                 cfg_tmp.append(_start_simulation(group, cfg, wd))
             else:
                 _start_deployment(group, cfg, wd)
-            return _wait_for_result(group, cfg["result-path"], timeout, runtime)
+            return _wait_for_result(group, cfg["result-path"], timeout, runtime, on_round)
         finally:
             group.stop()
             for d in cfg_tmp:
@@ -251,13 +259,29 @@ def _raise_on_sigterm() -> Any:
     return signal.signal(signal.SIGTERM, handler)
 
 
-def _wait_for_result(group: ProcessGroup, path: str, timeout: float, runtime: str) -> dict[str, Any]:
+def _wait_for_result(
+    group: ProcessGroup,
+    path: str,
+    timeout: float,
+    runtime: str,
+    on_round: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     """Poll for the ServerApp's result file; fail when the driver (the simulation child, or
     ``flwr run --stream``, which returns when the run ends) is gone without one, or at timeout."""
     driver = "simulation" if runtime == "simulation" else "flwr-run"
     deadline = time.monotonic() + timeout
     ended_at: float | None = None
+    last = 0
     while time.monotonic() < deadline:
+        if on_round is not None:
+            try:
+                with open(round_path(path), encoding="utf-8") as fh:
+                    rnd = int(fh.read() or 0)
+            except (OSError, ValueError):
+                rnd = last
+            if rnd > last:
+                on_round(rnd)
+                last = rnd
         if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 return json.load(fh)

@@ -7,6 +7,9 @@ Accountant
     :class:`DptheoryAccountant` implements Opacus's ``IAccountant`` (``step``, ``get_epsilon``,
     ``__len__``, ``mechanism``, ``state_dict`` / ``load_state_dict``) on top of
     :class:`accounting.accountant.RdpAccountant`: ``privacy_engine.accountant = DptheoryAccountant()``.
+    Importing this package registers its mechanism name :data:`MECHANISM` in Opacus's accountant
+    registry, so that Opacus's own ``make_private_with_epsilon`` (which rebuilds an accountant from
+    ``accountant.mechanism()``) works with the swapped accountant too.
 
     *How it differs from Opacus's* ``RDPAccountant`` (``accountant="rdp"``). Both evaluate the
     Poisson-subsampled Gaussian RDP of Mironov et al. (2019) and convert with Balle et al. (2020,
@@ -86,6 +89,7 @@ from .optimizers import _PerSampleOptimizer as _PerSampleOptimizer
 from .optimizers import residual_clip_as_grad_bound as residual_clip_as_grad_bound
 
 __all__ = [
+    "MECHANISM",
     "DptheoryAccountant",
     "DptheoryPrivacyEngine",
     "DiceSGDOptimizer",

@@ -30,7 +30,7 @@ class DptheoryAccountant(IAccountant):
     """
 
     def __init__(self, orders: Sequence[float] | None = None) -> None:
-        self.history: list[tuple[float, float, int]] = []  # Opacus's format: (z, q, count)
+        self._history: list[tuple[float, float, int]] = []  # Opacus's format: (z, q, count)
         self._rdp = RdpAccountant(orders)
         self._nonprivate = False
         self._certified: dict[str, Any] | None = None
@@ -39,6 +39,34 @@ class DptheoryAccountant(IAccountant):
     @property
     def orders(self) -> np.ndarray:
         return self._rdp.orders
+
+    @property
+    def history(self) -> list[tuple[float, float, int]]:
+        """DP-SGD steps as Opacus records them: runs of ``(noise_multiplier, sample_rate, count)``."""
+        return self._history
+
+    @history.setter
+    def history(self, entries: Sequence[tuple[float, float, int]]) -> None:
+        """Replace the DP-SGD steps, as Opacus's ``get_noise_multiplier`` does on every trial
+        (``accountant.history = [(sigma, q, steps)]``): the RDP total is rebuilt from the entries,
+        so ``get_epsilon`` always certifies exactly the history it is shown."""
+        if self._certified is not None:
+            raise ValueError(
+                f"this accountant certifies a {self._certified['algo']} run; its DP-SGD history cannot be set"
+            )
+        fresh = RdpAccountant(self.orders, evaluation=self._rdp.evaluation)
+        nonprivate = False
+        runs: list[tuple[float, float, int]] = []
+        for z, q, n in entries:
+            z, q, n = float(z), float(q), int(n)
+            if n < 0:
+                raise ValueError(f"history entry ({z}, {q}, {n}): the count must be >= 0")
+            if z == 0.0:
+                nonprivate = nonprivate or n > 0
+            elif n > 0:
+                fresh.step(noise_multiplier=z, sample_rate=q, count=n)
+            runs.append((z, q, n))
+        self._rdp, self._nonprivate, self._history = fresh, nonprivate, runs
 
     @classmethod
     def mechanism(cls) -> str:
@@ -63,10 +91,10 @@ class DptheoryAccountant(IAccountant):
             self._nonprivate = True  # Opacus allows z = 0 (no privacy): epsilon is inf from now on
         else:
             self._rdp.step(noise_multiplier=z, sample_rate=q)
-        if self.history and self.history[-1][0] == z and self.history[-1][1] == q:
-            self.history[-1] = (z, q, self.history[-1][2] + 1)
+        if self._history and self._history[-1][0] == z and self._history[-1][1] == q:
+            self._history[-1] = (z, q, self._history[-1][2] + 1)
         else:
-            self.history.append((z, q, 1))
+            self._history.append((z, q, 1))
 
     def step_certified(self, mechanism: dict[str, Any], noise_multiplier: float) -> None:
         """One step of a DiceSGD / D2P2 run whose fixed parameters are ``mechanism``."""
@@ -205,7 +233,9 @@ class DptheoryAccountant(IAccountant):
             raise _bad("DptheoryAccountant state dict lacks its 'dptheory' entry")
         fresh = DptheoryAccountant.__new__(DptheoryAccountant)
         fresh._rdp = RdpAccountant.from_state_dict(own["rdp"])  # refuses an inconsistent stored total
-        fresh.history = history
+        fresh._history = history  # the attribute: the setter would rebuild the total it is checked against
+        if sum(n for z, _, n in history if z != 0) != fresh._rdp.steps:
+            raise _bad("inconsistent: the history and the RDP record hold different numbers of steps")
         # a z = 0 step in the history is no privacy, whatever the flag says; the flag alone only raises
         flag = own.get("nonprivate", False)
         if not isinstance(flag, bool):
@@ -336,3 +366,34 @@ def _dicesgd_epsilon(
     )
     order = rep.order if rep.order is not None else math.nan
     return float(rep.epsilon), float(order)
+
+
+def _register_with_opacus() -> None:
+    """Make ``create_accountant("dptheory-rdp")`` return a :class:`DptheoryAccountant`.
+
+    Opacus's own ``PrivacyEngine.make_private_with_epsilon`` calibrates through
+    ``get_noise_multiplier(accountant=self.accountant.mechanism())``, which builds a fresh accountant
+    from that name; without the registration the swap ``privacy_engine.accountant =
+    DptheoryAccountant()`` breaks that method.  Opacus >= 1.5.3 has a registry; older releases build
+    accountants in ``opacus.accountants.utils.create_accountant``, which is wrapped instead (only the
+    new name is added; every other name is Opacus's as before).
+    """
+    try:
+        from opacus.accountants.registry import register_accountant
+    except ImportError:  # pragma: no cover - opacus < 1.5.3
+        import opacus.accountants.utils as opacus_utils
+
+        original = opacus_utils.create_accountant
+        if getattr(original, "_dptheory_wrapped", False):
+            return
+
+        def create_accountant(mechanism: str) -> IAccountant:
+            return DptheoryAccountant() if mechanism == MECHANISM else original(mechanism)
+
+        create_accountant._dptheory_wrapped = True  # type: ignore[attr-defined]
+        opacus_utils.create_accountant = create_accountant
+        return
+    register_accountant(MECHANISM, DptheoryAccountant, force=True)
+
+
+_register_with_opacus()

@@ -104,6 +104,15 @@ class DptheoryPrivacyEngine(PrivacyEngine):
         if dp_optimizer not in (None, "dpsgd"):
             self._dp_options = dict(sample_rate=q, dataset_size=n)
             if dp_optimizer == "dicesgd":
+                if grad_bound is None and residual_clip is None and not getattr(self, "_dicesgd_warned", 0):
+                    warnings.warn(
+                        "dp_optimizer='dicesgd' without residual_clip or grad_bound: one example can move "
+                        "the error feedback without bound, so the certified epsilon is far above DP-SGD's "
+                        "at this noise; pass residual_clip (e.g. 0.5 * max_grad_norm) to be accounted "
+                        "as DP-SGD clipped at max_grad_norm + residual_clip",
+                        UserWarning,
+                        stacklevel=2,
+                    )
                 grad_bound = residual_clip_as_grad_bound(max_grad_norm, grad_bound, residual_clip)
                 self._dp_options.update(c2=c2, grad_bound=grad_bound)
             else:
@@ -206,28 +215,57 @@ class DptheoryPrivacyEngine(PrivacyEngine):
                 opts.update(c1=max_grad_norm, c2=max_grad_norm if c2 is None else c2, grad_bound=grad_bound)
             else:
                 opts.update(c1=max_grad_norm)
-            report = api.calibrate(
+            same = dict(
                 eps=target_epsilon,
                 delta=target_delta,
                 algo=algo,
                 mode="certified",
                 orders=[float(o) for o in self.accountant.orders],
-                **opts,
             )
+            report = api.calibrate(**same, **opts)
             if algo == "dicesgd":
                 extra = dict(c2=float(report.parameters["c2"]), grad_bound=grad_bound)
-        out = self.make_private(
-            module=module,
-            optimizer=optimizer,
-            data_loader=data_loader,
-            noise_multiplier=float(report.noise_multiplier),
-            max_grad_norm=max_grad_norm,
-            dp_optimizer=None if algo == "dpsgd" else algo,
-            **extra,
-            **kwargs,
-        )
+                report = _warn_dicesgd_unbounded(report, lambda **kw: api.calibrate(**same, **kw), opts)
+        self._dicesgd_warned = 1  # make_private_with_epsilon already warned, with numbers
+        try:
+            out = self.make_private(
+                module=module,
+                optimizer=optimizer,
+                data_loader=data_loader,
+                noise_multiplier=float(report.noise_multiplier),
+                max_grad_norm=max_grad_norm,
+                dp_optimizer=None if algo == "dpsgd" else algo,
+                **extra,
+                **kwargs,
+            )
+        finally:
+            self._dicesgd_warned = 0
         out[1].privacy_report = report
         return out
+
+
+def _warn_dicesgd_unbounded(report, calibrate, opts: dict[str, Any]):
+    """DiceSGD calibrated without ``residual_clip`` or ``grad_bound`` certifies a huge noise (the
+    paper's unbounded error feedback): warn, naming ``residual_clip`` and the noise it would need
+    (:mod:`dptheory.dicesgd_hint`), and add the warning to the report."""
+    from dataclasses import replace
+
+    from dptheory import dicesgd_hint
+
+    alt = dicesgd_hint.trainable_alternative(report, calibrate=calibrate, options=opts)
+    if alt is None:
+        return report
+    r = alt["residual_clip"]
+    msg = (
+        f"dp_optimizer='dicesgd' without residual_clip or grad_bound: the certified noise multiplier is "
+        f"z = {report.noise_multiplier:.6g} (one example can move the error feedback without bound); "
+        f"pass residual_clip={r:g} (or grad_bound={alt['grad_bound']:g}) to train at z = "
+        f"{alt['noise_multiplier']:.6g} for the same target"
+        + " (DP-SGD clipped at max_grad_norm + residual_clip, the flush regime)"
+        * alt["flush_regime"]
+    )
+    warnings.warn(msg, UserWarning, stacklevel=3)
+    return replace(report, warnings=(*report.warnings, msg))
 
 
 def make_private_with_epsilon(privacy_engine: PrivacyEngine, **kwargs: Any):
