@@ -64,8 +64,8 @@ CONFIGS = {
     "clipsgd": {"lr": 0.5, "clipping-norm": 1.0, "batch-size": 64},
     "fedavg": {
         "clipping-norm": 1.0,
-        "local-steps": 5,
-        "local-lr": 0.1,
+        "local-steps": 10,
+        "local-lr": 0.5,
         "batch-size": 32,
         "fraction-train": 0.5,
     },
