@@ -71,3 +71,32 @@ def test_central_dp_accounting() -> None:
     got = central_dp_epsilon(1.0, 1e-5, sampled=5, clients=10, rounds=20, most=12)
     assert got["epsilon"] == LocalDpLedger({1.0: 12}).epsilon(1e-5)
     assert got["sample_rate"] == 0.5 and got["epsilon_poisson_reading"] < got["epsilon"]
+
+
+def test_server_app_factory_reports_each_client(tmp_path) -> None:
+    """make_server_app's ServerApp (called as Flower calls it: grid, context) runs the rounds on the
+    ClientApp of make_client_app and writes each client's ledger epsilon."""
+    from flwr.app import Context, RecordDict
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from dptheory.integrations.flower.own_model import InProcessGrid, make_client_app, make_server_app
+
+    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 1, 1
+    try:
+        rc = {
+            "num-server-rounds": 2,
+            "lr": 0.1,
+            "clipping-norm": 1.0,
+            "noise-multiplier": 2.0,
+            "target-delta": 1e-5,
+        }
+        path = tmp_path / "result.json"
+        app = make_server_app(_model, "clip21sgd2m", result_path=str(path))
+        grid = InProcessGrid(make_client_app(_model, _data, "clip21sgd2m"), 3, rc)
+        app(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config=rc))
+    finally:
+        TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+    clients = json.loads(path.read_text())["clients"]
+    want = LocalDpLedger({2.0: 2}).epsilon(1e-5)
+    assert [(c["id"], c["messages"], c["epsilon"]) for c in clients] == [(i, 2, want) for i in range(3)]

@@ -199,6 +199,35 @@ def server_train(
     }
 
 
+def make_server_app(
+    model_fn: ModelFn,
+    algorithm: str = "clip21sgd2m",
+    *,
+    evaluate_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,
+    result_path: str | None = None,
+) -> Any:
+    """A ServerApp running :func:`server_train` with the run config (``num-server-rounds`` etc.);
+    the result (metrics, each client's certified epsilon) is logged and, with ``result_path``,
+    written there as JSON."""
+    import json
+    import logging
+
+    from flwr.serverapp import Grid, ServerApp
+
+    _check_algorithm(algorithm)
+    app = ServerApp()
+
+    @app.main()
+    def _main(grid: Grid, context: Context) -> None:
+        out = server_train(grid, model_fn, algorithm, dict(context.run_config), evaluate_fn=evaluate_fn)
+        logging.getLogger("dptheory.flower").info("dptheory own-model result: %s", json.dumps(out))
+        if result_path:
+            with open(result_path, "w", encoding="utf-8") as fh:
+                json.dump(out, fh)
+
+    return app
+
+
 class _CountingGrid:
     """Counts the train messages each node receives (its participation) and passes them on."""
 
