@@ -352,7 +352,10 @@ def run_in_process(
     *,
     evaluate_fn: Callable[[torch.nn.Module], dict[str, float]] | None = None,
 ) -> dict[str, Any]:
-    """The ClientApp of :func:`make_client_app` and :func:`server_train` on an :class:`InProcessGrid`."""
+    """The ClientApp of :func:`make_client_app` and :func:`server_train` on an :class:`InProcessGrid`.
+
+    For experiments: the mod's noise is seeded from the run config's ``seed`` (reproducible runs);
+    a deployment uses ``make_client_app`` without ``mod_seed`` (noise from the OS's entropy)."""
     from flwr.supercore.task_identity import TaskIdentity
 
     saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
