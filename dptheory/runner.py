@@ -551,6 +551,33 @@ def run(
     return result
 
 
+class _Replay:
+    """Stands in for an optimizer: ``params`` is iterate t of a recorded run, ``step()`` moves on."""
+
+    def __init__(self, iterates: Any, template: Any) -> None:
+        import torch
+
+        from dptheory.optim.base import unflatten
+
+        self._params = [unflatten(torch.as_tensor(x, dtype=torch.float64), template) for x in iterates]
+        self.t = 0
+
+    @property
+    def params(self) -> Any:
+        return self._params[self.t]
+
+    def step(self) -> None:
+        self.t += 1
+
+
+def run_from_iterates(iterates: Any, prob: Any, s: RunSettings, fp: Any, seed: int) -> SeedRun:
+    """The :class:`SeedRun` of iterates ``x^0 .. x^steps`` computed elsewhere (another backend,
+    e.g. Flower): every metric is recorded exactly as for a run of this module's optimizers."""
+    if len(iterates) != s.steps + 1:
+        raise ValueError(f"expected {s.steps + 1} iterates (x^0 .. x^{s.steps}), got {len(iterates)}")
+    return _run_one(_Replay(iterates, prob.x0), prob, s, fp, seed, None)
+
+
 def _record(prob: Any, x: np.ndarray, fp: Any) -> dict[str, float]:
     m = prob.metrics(x)
     m["dist_to_fixed_point"] = fp.distance(x) if fp is not None else math.nan
@@ -598,6 +625,7 @@ from dptheory.run_plot import check_plot_path, plot_result, save_figure_atomic  
 
 __all__ = [
     "run",
+    "run_from_iterates",
     "RunResult",
     "RunSettings",
     "SeedRun",

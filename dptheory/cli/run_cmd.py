@@ -134,8 +134,16 @@ def register(sub) -> None:
     )
     g.add_argument(
         "--flower-runtime",
-        help="with --backend flower: simulation (Flower's simulation engine, default) or deployment "
-        "(a SuperLink and N SuperNodes on 127.0.0.1, started and stopped by this command)",
+        help="with --backend flower: simulation (Flower's simulation engine; the default where Ray is "
+        "installed) or deployment (a SuperLink and N SuperNodes on 127.0.0.1, started and stopped by "
+        "this command; the default without Ray)",
+    )
+    g.add_argument(
+        "--dropout-rate",
+        type=number,
+        default=None,
+        help="with --backend flower: each client misses each round with this probability, in [0, 1) "
+        "(drawn from the seed; a missed round sends nothing and costs that client no privacy)",
     )
     p.set_defaults(handler=run)
 
@@ -194,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter("--backend", f"must be inprocess or flower (got {args.backend!r})")
     if args.flower_runtime is not None and args.backend != "flower":
         raise InvalidParameter("--flower-runtime", "only applies to --backend flower")
+    if args.dropout_rate is not None and args.backend != "flower":
+        raise InvalidParameter("--dropout-rate", "only applies to --backend flower")
     if args.engine not in runner.ENGINES:
         allowed = ", ".join(runner.ENGINES)
         raise InvalidParameter("--engine", f"must be one of {allowed} (got {args.engine!r})")
@@ -210,8 +220,11 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "flower":
         from dptheory.integrations.flower import backend
 
-        runtime = args.flower_runtime or "simulation"
-        backend.check_flower_options(args.algo, runtime=runtime, device=args.device)
+        runtime = args.flower_runtime or backend.default_runtime()
+        dropout_rate = args.dropout_rate or 0.0
+        backend.check_flower_options(
+            args.algo, runtime=runtime, device=args.device, dropout_rate=dropout_rate
+        )
         from dptheory.cli.progress import bar
         from dptheory.integrations.flower.launch import FlowerRunError
 
@@ -234,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
                     problem_options=popts,
                     runtime=runtime,
                     timeout=getattr(args, "timeout", None) or 86400.0,
+                    dropout_rate=dropout_rate,
                     progress=progress,
                     **options,
                 )

@@ -1,10 +1,12 @@
 """``dptheory run --backend flower``: the run of :mod:`dptheory.runner`, with real Flower clients.
 
 Settings, calibration and metrics are the runner's own (:func:`runner.settings_for`,
-:func:`runner.resolve_noise`, :func:`runner._run_one`): only the iterates come from Flower. They
-are replayed through the runner's recording loop, so every metric is computed exactly as for the
-in-process simulator. Each client's local-DP epsilon is the certified Clip21 accountant's on the
-number of messages that client actually sent.
+:func:`runner.resolve_noise`, :func:`runner.run_from_iterates`): only the iterates come from Flower.
+They are replayed through the runner's recording loop, so every metric is computed exactly as for
+the in-process simulator. Each client's local-DP epsilon, for every seed, is the certified Clip21
+accountant's on the number of messages that client actually sent. ``dropout_rate`` p makes each
+client miss each round independently with probability p (drawn from the seed, so reproducible):
+a missed round sends nothing and costs that client nothing.
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ class FlowerReport:
     wall_s: list[float] = field(default_factory=list)
     delta: float | None = None
     delta_is_default: bool = False
-    per_client: list[ClientPrivacy] = field(default_factory=list)
+    dropout_rate: float = 0.0
+    #: (seed, each client's privacy in that seed's run)
+    per_seed: list[tuple[int, list[ClientPrivacy]]] = field(default_factory=list)
+
+    @property
+    def per_client(self) -> list[ClientPrivacy]:
+        """The first seed's (kept for readers of the JSON before ``per_seed``)."""
+        return self.per_seed[0][1] if self.per_seed else []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,12 +59,23 @@ class FlowerReport:
             "wall_s": self.wall_s,
             "delta": self.delta,
             "delta_is_default": self.delta_is_default,
+            "dropout_rate": self.dropout_rate,
             "per_client": [c.to_json() for c in self.per_client],
+            "per_seed": [{"seed": sd, "per_client": [c.to_json() for c in pc]} for sd, pc in self.per_seed],
         }
 
 
-def check_flower_options(algo: str, *, runtime: str, device: str) -> None:
+def default_runtime() -> str:
+    """``simulation`` where Ray (Flower's simulation engine) is installed, else ``deployment``."""
+    import importlib.util
+
+    return "simulation" if importlib.util.find_spec("ray") is not None else "deployment"
+
+
+def check_flower_options(algo: str, *, runtime: str, device: str, dropout_rate: float = 0.0) -> None:
     """Refusals that need neither torch nor flwr (run before anything heavy is imported)."""
+    if not (isinstance(dropout_rate, (int, float)) and 0.0 <= dropout_rate < 1.0):
+        raise InvalidParameter("--dropout-rate", f"must be a number in [0, 1) (got {dropout_rate!r})")
     if algo not in RULE_OF_ALGO:
         raise InvalidParameter(
             "--backend", f"flower runs --algo clipsgd, clip21sgd or clip21sgd2m only (got {algo})"
@@ -97,26 +117,6 @@ def flower_config(s: Any, prob_name: str, problem_options: dict[str, Any], z: fl
     }
 
 
-class _Replay:
-    """Stands in for the optimizer in :func:`runner._run_one`: ``step()`` moves to the next
-    iterate the Flower server recorded."""
-
-    def __init__(self, xs: list[list[float]], template: Any) -> None:
-        import torch
-
-        from dptheory.optim.base import unflatten
-
-        self._params = [unflatten(torch.tensor(x, dtype=torch.float64), template) for x in xs]
-        self.t = 0
-
-    @property
-    def params(self) -> Any:
-        return self._params[self.t]
-
-    def step(self) -> None:
-        self.t += 1
-
-
 def reference_iterates(cfg: dict[str, Any]) -> list[list[float]]:
     """The in-process simulator's iterates (x^0 .. x^T) for a Flower run config: what a Flower
     run with the same config and seeds must reproduce (``dptheory.optim.FederatedClipping``)."""
@@ -144,6 +144,17 @@ def reference_iterates(cfg: dict[str, Any]) -> list[list[float]]:
         opt.step()
         xs.append(prob.flat(opt.params).tolist())
     return xs
+
+
+def dropout_spec(rate: float, clients: int, rounds: int, seed: int) -> str:
+    """The apps' ``drop`` hook for independent dropouts: client i misses round t with probability
+    ``rate`` (a generator seeded from ``seed`` only, so the same seed drops the same rounds)."""
+    if rate <= 0:
+        return ""
+    import numpy as np
+
+    miss = np.random.default_rng([int(seed), 0xD0]).random((clients, rounds)) < rate
+    return ",".join(f"{i}:{t + 1}" for i, t in zip(*np.nonzero(miss), strict=True))
 
 
 def client_privacy(sent: dict[str, int], n: int, z: float, tau: float, delta: float) -> list[ClientPrivacy]:
@@ -181,6 +192,7 @@ def run_with_flower(
     timeout: float = 86400.0,
     drop: str = "",
     progress: Callable[[int, int], None] | None = None,
+    dropout_rate: float = 0.0,
     **options: Any,
 ):
     """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``.
@@ -209,7 +221,9 @@ def run_with_flower(
     )
     n = len(prob.clients)
     delta = s.delta if s.delta is not None else DEFAULT_REPORT_DELTA
-    report = FlowerReport(runtime=runtime, clients=n, delta=delta, delta_is_default=s.delta is None)
+    report = FlowerReport(
+        runtime=runtime, clients=n, delta=delta, delta_is_default=s.delta is None, dropout_rate=dropout_rate
+    )
     for k in range(s.seeds):
         seed = s.seed + k
         if k == 0:
@@ -217,26 +231,30 @@ def run_with_flower(
             result.mechanism = {**ref.mechanism(), "backend": f"flower ({runtime})"}
             privacy["noise_std"] = ref.noise_std(0)
         cfg = flower_config(s, problem, popts, z, n, seed)
-        cfg["drop"] = drop
+        cfg["drop"] = ",".join(p for p in (drop, dropout_spec(dropout_rate, n, s.steps, seed)) if p)
         t0 = time.perf_counter()
         on_round = None if progress is None else (lambda t, k=k: progress(k, t))
         out = run_flower(cfg, runtime=runtime, timeout=timeout, on_round=on_round)
         report.wall_s.append(time.perf_counter() - t0)
-        replay = _Replay(out["x"], prob.x0)
-        result.runs.append(runner._run_one(replay, prob, s, fp, seed, None))
-        if k == 0:
-            report.per_client = client_privacy(out["sent"], n, z, s.tau, delta)
+        result.runs.append(runner.run_from_iterates(out["x"], prob, s, fp, seed))
+        report.per_seed.append((seed, client_privacy(out["sent"], n, z, s.tau, delta)))
     return result, report
 
 
 def render_report(report: FlowerReport) -> str:
+    from dptheory.cli.params import fmt_up
+
     walls = ", ".join(f"{w:.1f}" for w in report.wall_s)
     lines = [f"backend: flower ({report.runtime}, {report.clients} client processes), wall time {walls} s"]
     note = " (default; give --delta)" if report.delta_is_default else ""
+    if report.dropout_rate > 0:
+        lines.append(f"dropouts: each client misses each round with probability {report.dropout_rate:g}")
     lines.append(f"local-DP epsilon per client (certified Clip21 accountant, delta {report.delta:g}{note}):")
-    for c in report.per_client:
-        eps = "inf (no noise)" if math.isinf(c.epsilon) else f"{c.epsilon:.6g}"
-        lines.append(f"  client {c.index}: {c.messages} messages sent, epsilon {eps}")
+    for seed, per_client in report.per_seed:
+        lines.append(f" seed {seed}:")
+        for c in per_client:
+            eps = "inf (no noise)" if math.isinf(c.epsilon) else fmt_up(c.epsilon, 6)
+            lines.append(f"  client {c.index}: {c.messages} messages sent, epsilon {eps}")
     return "\n".join(lines)
 
 

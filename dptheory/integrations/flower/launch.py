@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from typing import Any
 
 RUNTIMES = ("simulation", "deployment")
+#: the module naming the apps of the generated Flower App (preloaded by the warm clientapp server)
+APPS_MODULE = "dptheory.integrations.flower.deployment_apps"
 #: Environment variable set (to the run's work directory) in every process a run starts: lets
 #: tests and users find leftovers with ``grep -l DPTHEORY_FLOWER_RUN /proc/*/environ``.
 RUN_MARKER = "DPTHEORY_FLOWER_RUN"
@@ -219,13 +221,19 @@ def run_flower(
     timeout: float = 600.0,
     workdir: str | None = None,
     on_round: Callable[[int], None] | None = None,
+    warm: bool | None = None,
 ) -> dict[str, Any]:
     """Run the apps with ``config`` (keys of :data:`apps.CONFIG_KEYS`); return the server's result.
 
     ``timeout`` bounds the whole run; on expiry every started process is killed and
     :class:`FlowerRunError` is raised.  ``on_round(t)``, if given, is called in this process as
     the ServerApp reports finished rounds (polled every 0.1 s; the progress bar of ``dptheory run``).
+    ``warm`` (deployment only; default on, off with the
+    environment variable ``DPTHEORY_FLOWER_COLD=1``) serves every ``flwr-clientapp`` from a warm
+    process (:mod:`.forkserver`) instead of a cold Python + flwr + torch start per message.
     """
+    if warm is None:
+        warm = os.environ.get("DPTHEORY_FLOWER_COLD", "") != "1"
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES} (got {runtime!r})")
     with _workdir(workdir) as wd:
@@ -238,7 +246,7 @@ def run_flower(
             if runtime == "simulation":
                 cfg_tmp.append(_start_simulation(group, cfg, wd))
             else:
-                _start_deployment(group, cfg, wd)
+                _start_deployment(group, cfg, wd, warm=warm)
             return _wait_for_result(group, cfg["result-path"], timeout, runtime, on_round)
         finally:
             group.stop()
@@ -349,7 +357,30 @@ def write_app_dir(app_dir: str, cfg: dict[str, Any]) -> str:
     return path
 
 
-def _start_deployment(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> None:
+def _start_forkserver(group: ProcessGroup, env: dict[str, str], wd: str) -> dict[str, str]:
+    """Start the warm ``flwr-clientapp`` server (:mod:`.forkserver`) with the apps preloaded, and
+    return ``env`` with its shim first on PATH (for the SuperNodes)."""
+    from dptheory.integrations.flower import forkserver
+
+    sock = os.path.join(wd, "clientapp.sock")
+    group.start(
+        "clientapp-forkserver",
+        [sys.executable, "-m", "dptheory.integrations.flower.forkserver", sock, APPS_MODULE],
+        env,
+        cwd=wd,
+    )
+    deadline = time.monotonic() + 120.0
+    while not os.path.exists(sock):
+        group.check_alive()
+        if time.monotonic() > deadline:
+            raise FlowerRunError("the warm flwr-clientapp server did not start within 120 s")
+        time.sleep(0.05)
+    shim_dir = os.path.join(wd, "bin")
+    forkserver.write_shim(shim_dir, sock)
+    return {**env, "PATH": os.pathsep.join([shim_dir, env["PATH"]]), forkserver.SOCKET_ENV: sock}
+
+
+def _start_deployment(group: ProcessGroup, cfg: dict[str, Any], wd: str, warm: bool = True) -> None:
     n = int(cfg["num-clients"])
     home = os.path.join(wd, "flwr-home")
     os.makedirs(home, exist_ok=True)
@@ -362,8 +393,13 @@ def _start_deployment(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> None
     app_dir = os.path.join(wd, "app")
     os.makedirs(app_dir, exist_ok=True)
     write_app_dir(app_dir, cfg)
-    env = child_env({"FLWR_HOME": home, RUN_MARKER: wd})
     bindir = os.path.dirname(sys.executable)
+    # this interpreter's scripts first on PATH: a SuperNode then starts flwr-clientapp directly,
+    # not through a version-manager shim (pyenv's costs a bash and a pyenv per message)
+    path = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+    env = child_env({"FLWR_HOME": home, RUN_MARKER: wd, "PATH": path})
+    if warm:
+        env = _start_forkserver(group, env, wd)
 
     def exe(name: str) -> str:
         path = os.path.join(bindir, name)
