@@ -175,7 +175,14 @@ class CanaryScoreAuditor:
         (the (eps, delta) curve: no family assumption), or any :class:`~.tradeoff.TradeoffFamily`,
         e.g. ``SubsampledGaussian(q, steps)``, the exact curve of a DP-SGD run.  Returns the
         epsilon at ``delta`` of the least private member whose claim is rejected at confidence
-        ``1 - significance`` (module docstring), rounded down."""
+        ``1 - significance`` (module docstring), rounded down.
+
+        What it refutes is "the run is f-DP for a member of ``curve``'s family at least this
+        private"; it is a lower bound on the run's epsilon only if the run's true trade-off curve
+        belongs to that family.  On canaries that are not Gaussian (e.g. randomized response at
+        epsilon = 2, 10^4 canaries) the default ``"gdp"`` reports above the true epsilon; use
+        ``"approx-dp"`` (no family assumption) or :meth:`epsilon_one_run` where the family is in
+        doubt."""
         significance, delta = _check_significance(significance), _check_delta(delta)
         family = _family(curve, delta)
         rules = self._rules(one_sided, threshold_strategy)
