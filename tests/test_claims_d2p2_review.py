@@ -131,6 +131,10 @@ def test_thm1_is_refuted_under_the_proof_model_and_undecided_for_the_final_itera
         "proof-model: y_k released": "refuted",
         "only x_K released, A_k secret": "inconclusive",
     }
+    # large eps is an open region of the stated domain (K free), not a degenerate edge: a plain refutation
+    own = next(c for c in r.checks if c.name == "counterexample-family")
+    assert r.edge is None and own.edge is None and "edge" not in r.to_json()
+    assert "open region" in own.summary and "A_k public is an added assumption" in own.summary
 
 
 # --------------------------------------------------------------------------- Lemma 1

@@ -176,8 +176,8 @@ PINNED_NEW = {
     "dicesgd.thm3.7-clip-factor": Verdict.REFUTED,  # e = 10, e' = -0.5: 1.5 > 1.05
     "dicesgd.eq9": Verdict.CONFIRMED,  # tight (ratio 1) for aligned residuals of norm G'
     "dicesgd.lemma-a5": Verdict.CONFIRMED,
-    "dicesgd.lemma-a8": Verdict.CONFIRMED,  # tight (ratio 1) at c - b = beta (a - c)
-    "dicesgd.cor-a9": Verdict.CONFIRMED,
+    "dicesgd.lemma-a8": Verdict.CONFIRMED,  # Young's inequality; tight (ratio 1) at c - b = beta (a - c)
+    "dicesgd.cor-a9": Verdict.CONFIRMED,  # an identity: both sides alpha a^2/(2 sigma^2)
     "dicesgd.step2-composition": Verdict.CONFIRMED,  # the averaged reading (non-deciding) is refuted
 }
 
@@ -204,7 +204,7 @@ def test_reading_verdicts_are_reported(quick_run) -> None:
     per = {x["reading"].split(":")[0]: x["verdict"] for x in r.readings_json()}
     assert per == {
         "Thm 3.7's setting": "refuted",
-        "literal": "confirmed",  # Thm 3.7's formula against DP-SGD's: a factor sqrt(G~)/C1, by algebra
+        "literal": "inconclusive",  # sqrt(G~)/C1 at v = 32, but average vs sum and v existential
         "flush regime": "inconclusive",  # flush: informative
     }
     assert r.verdict is Verdict.REFUTED

@@ -38,12 +38,17 @@ def test_cor38_privacy_half_replayed_independently() -> None:
     p_alt = p_first * norm.sf((u - c2 * (r["T"] - 1 - k)) / sd)  # P'(S > u), a lower bound
     eps_simple = math.log((p_alt - delta) / norm.sf(u / sd))
     assert eps_simple > eps and r["eps_lower"] >= eps_simple * (1 - 1e-6)
-    # mu's limit does not depend on c: the O(.) in T cannot rescue the corollary
+    # the limit of mu is free of c but not of N: at fixed N a c small enough for T = 1 escapes the test,
+    # T = 2 does not; the refutation of the O(.) in T lets N grow (qT -> infinity for any fixed c)
     small = cor38_case(0.1)
     assert small["eps_lower"] > eps
     assert (
         small["mu_limit_C2_N_eps/sqrt(32_G~_ln(1/delta))"] == r["mu_limit_C2_N_eps/sqrt(32_G~_ln(1/delta))"]
     )
+    one = cor38_case(1e-4)
+    assert one["T"] == 1 and one["eps_lower"] < eps
+    two = cor38_case(2.5 * gt * math.log(1 / delta) / (n**2 * eps**2))
+    assert two["T"] == 2 and two["eps_lower"] > eps
 
 
 def test_cor38_is_refuted_by_its_own_check(quick_run) -> None:
@@ -52,6 +57,7 @@ def test_cor38_is_refuted_by_its_own_check(quick_run) -> None:
     assert own.deciding and own.verdict is Verdict.REFUTED and own.edge is None
     assert r.verdict is Verdict.REFUTED and r.edge is None
     assert "dicesgd_sum_test_epsilon_lower" in own.evidence.reproduce
+    assert "N -> infinity" in own.summary and "Assumption 3.1" in r.claim.notes
 
 
 def _claim(verdict: Verdict, *, basis=None, edge=None, cid="t.x") -> Claim:
@@ -111,11 +117,14 @@ def test_unknown_basis_is_rejected() -> None:
 
 
 def test_remark_reports_both_readings(quick_run) -> None:
-    """'Requires larger noise' (headline) is refuted; the literal formula comparison is true by algebra."""
+    """'Requires larger noise' (headline) is refuted; the literal formula comparison is undecided: it
+    pits noise on the average (Thm 3.7) against noise on the sum (Thm 2.3), whose v is existential."""
     r = quick_run("dicesgd.remark-constant-factor")
     per = {x["reading"]: x["verdict"] for x in r.readings_json()}
     assert per["Thm 3.7's setting: G arbitrarily large"] == "refuted"
-    assert per["literal: Thm 3.7's noise formula against DP-SGD's (Thm 2.3)"] == "confirmed"
+    assert per["literal: Thm 3.7's noise formula against DP-SGD's (Thm 2.3)"] == "inconclusive"
+    lit = next(c for c in r.checks if c.name == "formula-ratio")
+    assert "B sqrt(G~)/C1" in lit.summary and "sqrt(32 G~/v)/C1" in lit.summary
     assert r.verdict is Verdict.REFUTED and "[per reading:" in r.summary
 
 

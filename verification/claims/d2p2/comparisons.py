@@ -318,6 +318,8 @@ A92 = Claim(
         Reading("K = number of iterations", "Alg. 1's loop runs K minibatch steps (40 n/B here)"),
     ),
     notes=(
+        "Basis: definition, but only arithmetic on values read off figures (the eps values are the maxima "
+        "of Figs. 2-3 as §4 quotes them), so 'confirmed' says the sums are right, not the inputs. "
         "Only the arithmetic is checked: 313.5 is the SVHN threshold under K = epochs (4.4 under K = "
         "iterations). Whether the plotted eps values are themselves right is not checked here."
     ),

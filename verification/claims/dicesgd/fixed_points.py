@@ -464,7 +464,15 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.fixed-point-ef",
-        basis="search",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. At x with grad f(x) = 0 take e = -(1/N) sum clip(g_i, C1). Then "
+            "||e|| <= (1/N) sum ||clip(g_i, C1)|| <= C1 <= C2, so clip(e, C2) = e and the update v = (1/N) "
+            "sum clip(g_i, C1) + clip(e, C2) = 0; x stays put, and e' = e + (1/N) sum g_i - v = e + grad "
+            "f(x) = e. The construction check and the adversarial search (ratio ||e||/C2 <= C1/C2 <= 1) "
+            "replay this; the negative control C2 < C1 shows the construction can fail outside the "
+            "hypothesis."
+        ),
         paper=PAPER,
         location="§3.1 (fixed-point analysis of Alg. 2)",
         statement=(

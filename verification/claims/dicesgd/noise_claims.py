@@ -416,13 +416,18 @@ REMARK_LITERAL = "literal: Thm 3.7's noise formula against DP-SGD's (Thm 2.3)"
 
 
 def _remark_literal(ctx: Context) -> Outcome:
-    """The remark read as a comparison of the two printed formulas, true by algebra.
+    """The remark read as a comparison of the two printed formulas: the algebra holds, the comparison
+    does not decide the sentence.
 
     Thm 3.7: sigma1^2 = 32 T G~ ln(1/delta)/(N^2 eps^2); Thm 2.3 for DP-SGD with clipping threshold
-    C1 and the same leading constant (v = 32): sigma^2 = 32 C1^2 T ln(1/delta)/(N^2 eps^2). Their
+    C1 and the leading constant fixed at v = 32: sigma^2 = 32 C1^2 T ln(1/delta)/(N^2 eps^2). Their
     ratio is sqrt(G~)/C1 = sqrt(1 + 2 min{C2, G'}^2/C1^2) >= 1 (C-squared reading: min{C, G'}),
-    free of N, T, eps and delta: a constant factor, larger, by algebra. The grid below only replays
-    that algebra on the implemented formula; it cannot fail unless the formula is mistyped.
+    free of N, T, eps and delta. The grid below replays that algebra on the implemented formula.
+    Two caveats keep the reading inconclusive: (1) Thm 3.7's sigma1 is noise on the average while
+    Thm 2.3's is noise on the sum (Alg. 1 computes (eta/B)(sum g + w)); like for like on the update
+    the ratio is B sqrt(G~)/C1, which grows with B. (2) Thm 2.3's v is existential (no value given);
+    in general the ratio is sqrt(32 G~/v)/C1, which is below 1 for v > 32 G~/C1^2, so "larger"
+    does not follow from the printed formulas.
     """
     import numpy as np
 
@@ -444,18 +449,25 @@ def _remark_literal(ctx: Context) -> Outcome:
             rows += 1
     ok = worst < 1e-12
     return Outcome(
-        Verdict.CONFIRMED if ok else Verdict.REFUTED,
-        "true by algebra: Thm 3.7's sigma1 over DP-SGD's (Thm 2.3, same constant 32) is sqrt(G~)/C1 = "
-        "sqrt(1 + 2 min{C2, G'}^2/C1^2) >= 1, free of N, T, eps, delta (a constant factor, larger); "
-        f"replayed on {rows} random points, largest relative deviation {worst:.2g}"
+        Verdict.INCONCLUSIVE,
+        "undecided by the printed formulas: with v = 32 fixed, Thm 3.7's sigma1 over Thm 2.3's is "
+        "sqrt(G~)/C1 "
+        f"(algebra replayed on {rows} random points, largest relative deviation {worst:.2g}), but that "
+        "compares noise on the average (Thm 3.7) with noise on the sum (Thm 2.3, Alg. 1: (eta/B)(sum g + "
+        "w)): like for like on the update the ratio is B sqrt(G~)/C1, and v is existential, so in general "
+        "it is sqrt(32 G~/v)/C1 (below 1 for v > 32 G~/C1^2)"
         if ok
-        else f"the implemented formulas do not give the factor sqrt(G~)/C1 (deviation {worst:.3g})",
+        else f"the implemented formulas do not give the factor sqrt(G~)/C1 (deviation {worst:.3g}): a bug "
+        "in this tool, not a finding",
         "algebra (derivation in the check's docstring), replayed on the implemented formula",
         {
             "derivation": "sigma1_Dice^2 / sigma_DP^2 = (32 T G~ L/(N^2 eps^2)) / (32 C1^2 T L/(N^2 eps^2)) "
             "= G~/C1^2, L = ln(1/delta)",
             "points": rows,
             "max_relative_deviation": worst,
+            "like_for_like_on_the_update": "B sqrt(G~)/C1 (Thm 2.3's w is on the sum, Thm 3.7's on the "
+            "average)",
+            "v_existential": "sqrt(32 G~/v)/C1 for Thm 2.3's unspecified v; below 1 for v > 32 G~/C1^2",
             "note": "says nothing about the noise DiceSGD needs: that is the 'requires' reading, refuted",
         },
     )
@@ -480,7 +492,8 @@ CLAIMS = [
             Reading(
                 REMARK_LITERAL,
                 "the sentence follows Thm 3.7's formula; read as a comparison of the two printed noise "
-                "formulas it is true by algebra (a factor sqrt(G~)/C1)",
+                "formulas (a factor sqrt(G~)/C1 at v = 32), undecided: noise on the average vs on the sum, "
+                "and Thm 2.3's v is existential",
             ),
             Reading(
                 "flush regime: residuals <= rho and the error state emptied each step",
@@ -502,7 +515,14 @@ CLAIMS = [
                 deciding=False,
                 reading="Thm 3.7's setting: G arbitrarily large",
             ),
-            Check("formula-ratio", "symbolic", _remark_literal, deciding=False, reading=REMARK_LITERAL),
+            Check(
+                "formula-ratio",
+                "symbolic",
+                _remark_literal,
+                deciding=False,
+                can_refute=False,
+                reading=REMARK_LITERAL,
+            ),
             Check(
                 "flush-regime-certified",
                 "privacy",
@@ -513,20 +533,22 @@ CLAIMS = [
             ),
         ),
         notes=(
-            "Two readings of 'requires larger noise, by a constant factor'. 'Requires' (headline): the noise "
-            "DiceSGD needs for (eps, delta)-DP is within a constant of DP-SGD's; refuted below. Literal: "
-            "Thm 3.7's printed formula against DP-SGD's, a factor sqrt(G~)/C1, true by algebra (informative "
-            "check formula-ratio). "
-            "Deciding: the fixed-B family (B = 10, C1 = C2 = 1): the ratio grows without bound in N, so it "
-            "refutes even a constant depending on B, C1 and C2. The B-family (q fixed, so N grows with B) "
-            "is informative: under the proof's reading C >= B C2, Thm 3.7's own factor sqrt(1 + 2C^2/C1^2) "
-            "grows like B, so growth in B alone does not refute a constant that may depend on C. The flush "
-            "regime is our result, not the paper's: it assumes a bounded-residual hypothesis the paper "
-            "never states, and its bound (1 + C2/C1) cannot fail (rho = B C2/(k+1) < C2 by construction), "
-            "so it is reported, not deciding, and its reading stays inconclusive. Outside the flush regime "
-            "the certified hidden-state bound needs 700-2800x DP-SGD's noise; that is an upper bound and "
-            "refutes nothing. The refutation rests on lower bounds only: a deterministic audit of DiceSGD "
-            "against the certified DP-SGD calibration."
+            "Two readings of 'requires larger noise, by a constant factor'. 'Requires' (headline): the "
+            "noise DiceSGD needs for (eps, delta)-DP is within a constant of DP-SGD's; refuted below. "
+            "Literal: Thm 3.7's printed formula against DP-SGD's, a factor sqrt(G~)/C1 at v = 32 "
+            "(informative check formula-ratio), inconclusive: it compares Thm 3.7's sigma1 (noise on the "
+            "average) with Thm 2.3's (noise on the sum; Alg. 1 computes (eta/B)(sum g + w)), so like for "
+            "like on the update the ratio is B sqrt(G~)/C1; and Thm 2.3's v is existential, so in general "
+            "the ratio is sqrt(32 G~/v)/C1, not shown to exceed 1. Deciding: the fixed-B family (B = 10, C1 "
+            "= C2 = 1): the ratio grows without bound in N, so it refutes even a constant depending on B, "
+            "C1 and C2. The B-family (q fixed, so N grows with B) is informative: under the proof's reading "
+            "C >= B C2, Thm 3.7's own factor sqrt(1 + 2C^2/C1^2) grows like B, so growth in B alone does "
+            "not refute a constant that may depend on C. The flush regime is our result, not the paper's: "
+            "it assumes a bounded-residual hypothesis the paper never states, and its bound (1 + C2/C1) "
+            "cannot fail (rho = B C2/(k+1) < C2 by construction), so it is reported, not deciding, and its "
+            "reading stays inconclusive. Outside the flush regime the certified hidden-state bound needs "
+            "700-2800x DP-SGD's noise; that is an upper bound and refutes nothing. The refutation rests on "
+            "lower bounds only: a deterministic audit of DiceSGD against the certified DP-SGD calibration."
         ),
     ),
     Claim(

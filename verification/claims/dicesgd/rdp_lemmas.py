@@ -430,7 +430,15 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.lemma-a8",
-        basis="search",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra. By Lemma A.7 each divergence is alpha ||.||^2/(2 sigma^2), so "
+            "with x = a - c, y = c - b the lemma is ||x + y||^2 <= (1+beta)||x||^2 + (1+1/beta)||y||^2, "
+            "which is Young's inequality: (1+beta)||x||^2 + (1+1/beta)||y||^2 - ||x+y||^2 = ||sqrt(beta) x "
+            "- y/sqrt(beta)||^2 >= 0, with equality at y = beta x. The adversarial search (max ratio 1, "
+            "tight) supports it and cannot fail. Informative: applied to a Gaussian mixture, as eq. (22)(b) "
+            "does, it fails; that lies outside the statement."
+        ),
         paper=PAPER,
         location="Lemma A.8",
         statement=(
@@ -492,7 +500,14 @@ CLAIMS = [
     ),
     Claim(
         id="dicesgd.cor-a9",
-        basis="search",
+        basis="definition",
+        notes=(
+            "Basis: definition / algebra, an identity: by Lemma A.7's closed form D_alpha(N(a, s^2) || N(0, "
+            "s^2)) = alpha a^2/(2 s^2), and a^2 D_alpha(N(1, s^2) || N(0, s^2)) = a^2 alpha/(2 s^2): both "
+            "sides are alpha a^2/(2 sigma^2) (lemma-a7, the same closed form, is kinded 'definition' too). "
+            "The sympy integral re-derives it; the quadrature search (ratio 1 up to quadrature error) "
+            "supports it and cannot fail."
+        ),
         paper=PAPER,
         location="Corollary A.9",
         statement="D_alpha(N(a, sigma^2) || N(0, sigma^2)) = a^2 D_alpha(N(1, sigma^2) || N(0, sigma^2)).",

@@ -326,8 +326,10 @@ def cor38_case(c: float, reading: str = "C-squared") -> dict:
     min{C, G'} = C. One inclusion leaves a residual that cannot drain at C2 per step, so the sum of the
     released updates shifts by ``C2 (T - 1 - tau)`` after the first inclusion tau. At Thm 3.7's noise
     sigma1^2 = 32 T G~ ln(1/delta)/(N^2 eps^2) = 32 c, the shift over its s.d. sigma1 sqrt(T) tends to
-    ``C2 N eps / sqrt(32 G~ ln(1/delta))`` as qT grows: it does not depend on c, so the O(.) in T does
-    not help. ``eps_lower`` is the sum test's deterministic lower bound (confidence 1).
+    ``C2 N eps / sqrt(32 G~ ln(1/delta))`` as qT grows. That alone does not defeat the O(.) in T: at
+    fixed N a small enough c (T = 1) is private. It does once N grows: for any fixed c, N -> infinity
+    makes qT = c B N eps^2/(G~ ln(1/delta)) -> infinity and the limit above -> infinity.
+    ``eps_lower`` is the sum test's deterministic lower bound (confidence 1).
     """
     from accounting.audit.dicesgd_sum import dicesgd_sum_test_epsilon_lower
 
@@ -398,7 +400,10 @@ def _cor38_privacy(ctx: Context) -> Outcome:
             f"sigma1={r['sigma1']}: the sum of the updates shifts by {r['mean_shift_of_sum']} on average "
             f"against a noise s.d. of {r['noise_sd_of_sum']}, so eps >= {r['eps_lower']} (deterministic); "
             f"not (eps, delta)-DP at any of {len(rows)} (c, G~-reading) pairs, c from "
-            f"{min(x['c'] for x in rows)} to 1: the shift-to-noise ratio tends to a limit free of c",
+            f"{min(x['c'] for x in rows)} to 1. The O(.) in T does not rescue it: for any fixed c, N -> "
+            "infinity makes qT = c B N eps^2/(G~ ln(1/delta)) -> infinity, and the shift-to-noise ratio "
+            "tends to C2 N eps/sqrt(32 G~ ln(1/delta)) -> infinity (at fixed N, a c small enough for T = 1 "
+            "is not refuted)",
             "deterministic sum-test lower bound at the corollary's own T and sigma1",
             details,
             reproduce=r["reproduce"],
@@ -506,6 +511,20 @@ CLAIMS = [
                 deciding=False,
                 reading="log(N) means delta = 1/N",
             ),
+        ),
+        notes=(
+            "Why the O(.) in T does not rescue the privacy half: the shift-to-noise ratio of the sum test "
+            "tends to C2 N eps/sqrt(32 G~ ln(1/delta)), free of c but not of N; that alone is no argument, "
+            "since at fixed N a small c escapes the test (N = 1e4, C-squared reading, c = 1e-4 gives T = 1 "
+            "and only eps >= 0.188 < 2). The argument is: for any fixed c, let N -> infinity, so qT = c B N "
+            "eps^2/(G~ ln(1/delta)) -> infinity and the ratio -> infinity. At the pinned N = 1e4 every T "
+            "tried from 2 up is already refuted (T = 2, 3, 5, 10, 100: eps >= 792, 1344, 1888, 2355, 2822). "
+            "Instance caveat: the linear loss is not bounded below, so it violates Assumption 3.1 (f "
+            "bounded below), and Thm 3.6's step size involves f*. This is fixable, not implemented here: a "
+            "Huber loss whose kink lies beyond the iterates' reach gives the same gradients, with a fixed "
+            "public eta (the sum test divides the released updates by eta, so it does not depend on eta's "
+            "scale). Literal reading G~ = C1^2 + 2 C2 = 9 (no square, no C): eps >= 9.66e5 at the same "
+            "point (c = 0.01, T = 38603; cor38_case(0.01, 'literal'))."
         ),
     ),
 ]
