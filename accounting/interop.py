@@ -87,6 +87,9 @@ def pld_epsilon(
     vdi = validate.positive("--value-discretization-interval", value_discretization_interval)
     dpa = _dp_accounting("--accountant pld")
     dp_event = _export(event, "--accountant pld")
+    from accounting.pld_cost import check_pld_cost
+
+    check_pld_cost(event, vdi)  # its grid grows with T and 1/z: refuse before allocating it
     if pessimistic:
         from dp_accounting.pld import pld_privacy_accountant
 
