@@ -32,6 +32,8 @@ class CommandTimeout(BaseException):
 
 
 EXIT_TIMEOUT = 3
+#: The largest --timeout (about 3 years): setitimer's time_t overflows at 1e10 s.
+MAX_TIMEOUT_S = 1e8
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -73,6 +75,8 @@ def _arm_timeout(seconds: float | None) -> None:
     from accounting import validate
 
     seconds = validate.positive("--timeout", seconds)
+    if seconds > MAX_TIMEOUT_S:  # setitimer overflows time_t beyond ~1e9 s on some platforms
+        raise InvalidParameter("--timeout", f"must be at most {MAX_TIMEOUT_S:.0e} s (got {seconds:.3g})")
     deferred = [0]
     armed_in = sys._getframe(1)  # the caller's frame: imports outside it are not ours to wait for
 
