@@ -449,6 +449,10 @@ any_command = st.one_of(
 )
 
 
+#: the child's stream encodings: 'ascii' is a terminal with PYTHONIOENCODING=ascii ('§' in verify --list)
+ENCODINGS = st.sampled_from(["utf-8", "utf-8", "ascii"])
+
+
 def _with_timeout(argv: list[str], timeout: str = TIMEOUT_S) -> list[str]:
     if (
         argv
@@ -459,10 +463,10 @@ def _with_timeout(argv: list[str], timeout: str = TIMEOUT_S) -> list[str]:
     return argv
 
 
-def run_and_check(argv: list[str], timeout: str = TIMEOUT_S) -> float:
+def run_and_check(argv: list[str], timeout: str = TIMEOUT_S, encoding: str = "utf-8") -> float:
     """Run ``argv`` (with ``--timeout`` added where it applies), assert the contract, return seconds."""
     argv = _with_timeout(argv, timeout)
-    rc, out, err, elapsed = run_cli(argv)
+    rc, out, err, elapsed = run_cli(argv, encoding=encoding)
     check_contract(argv, rc, out, err)
     return elapsed
 
@@ -474,16 +478,16 @@ def _examples(default: int) -> int:
 # 20 commands per default run (CI: the profile's derandomize fixes them); the long profile below
 # (-m slow) runs 600 with the longer timeout.
 @settings(max_examples=_examples(20), deadline=None, suppress_health_check=list(HealthCheck))
-@given(argv=any_command)
-def test_cli_fuzz_contract(argv):
-    run_and_check(argv)
+@given(argv=any_command, encoding=ENCODINGS)
+def test_cli_fuzz_contract(argv, encoding):
+    run_and_check(argv, encoding=encoding)
 
 
 @pytest.mark.slow
 @settings(max_examples=_examples(600), deadline=None, suppress_health_check=list(HealthCheck))
-@given(argv=any_command)
-def test_cli_fuzz_contract_long(argv):
-    run_and_check(argv, TIMEOUT_LONG_S)
+@given(argv=any_command, encoding=ENCODINGS)
+def test_cli_fuzz_contract_long(argv, encoding):
+    run_and_check(argv, TIMEOUT_LONG_S, encoding)
 
 
 @pytest.mark.parametrize(
@@ -589,7 +593,98 @@ def test_cli_fuzz_contract_long(argv):
             "--delta",
             "1e-5",
         ],
+        # issue 18: the envelope on every path
+        ["epsilon", "--algo", "dicesgd", "--noise-multiplier", "4", "--delta", "1e-5", "--steps", "1e9"],
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "4",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "1e9",
+            "--accountant",
+            "pld",
+        ],
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "0.1",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "10",
+            "--accountant",
+            "pld",
+        ],
+        [
+            "calibrate",
+            "--algo",
+            "d2p2sgd",
+            "--eps",
+            "2",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "1e9",
+            "--accountant",
+            "pld",
+        ],
+        ["epsilon", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
+        ["audit", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
+        ["audit", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--samples", "1e12"],
+        [
+            "epsilon",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "1",
+            "--delta",
+            "1e-5",
+            "--schedule-file",
+            FILES["huge-line"],
+        ],
+        [
+            "audit",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "2",
+            "--delta",
+            "1e-5",
+            "--schedule",
+            "exp",
+            "--schedule-rho",
+            "1e6",
+            "--sample-rate",
+            "1",
+            "--steps",
+            "1000",
+        ],
+        ["run", "--algo", "dpsgd", "--problem", "quadratic", "--plot", ""],
+        ["verify", "--list", "--seed", "-1"],
+        *(
+            ["verify", "--claims-file", FILES[f"claims-{k}"], "--json", "--quick"]
+            for k in sorted(HOSTILE_CLAIMS)
+        ),
     ],
 )
 def test_known_bad_inputs_keep_the_contract(argv):
     assert run_and_check(argv) < float(TIMEOUT_S) + 20
+
+
+@pytest.mark.parametrize("seconds", ["1e8", "1.0000001e8", "1e10", "1e300"])
+def test_timeout_at_its_overflow_edge(seconds):
+    """--timeout is the last option here (run_and_check would append its own)."""
+    argv = ["epsilon", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--timeout", seconds]
+    rc, out, err, _ = run_cli(argv)
+    check_contract(argv, rc, out, err)
+    assert (rc == 2) == (float(seconds) > 1e8)
+
+
+def test_ascii_terminal_verify_list():
+    run_and_check(["verify", "--list"], encoding="ascii")
