@@ -143,6 +143,13 @@ def must_reject(argv: list[str]) -> str | None:
             return "--samples past 1e7"
     if cmd == "run" and _value(argv, "--plot") == "":
         return "run --plot ''"
+    if (
+        cmd == "run"
+        and "--c1" in argv
+        and _value(argv, "--algo") not in ("dpsgd", "dicesgd")
+        and _value(argv, "--problem") != "dicesgd-b1"
+    ):
+        return "run --c1 on an algorithm that does not clip at C1"
     if cmd == "verify":
         s = _num(_value(argv, "--seed"))
         if s is not None and s < 0:

@@ -170,6 +170,12 @@ def test_exact_dicesgd_audit_refuses_samples(capsys):
     _one_error(rc, err, "--samples")
 
 
+def test_run_c1_on_a_clip21_run_is_an_error(capsys):
+    argv = ["run", "--algo", "clip21sgd2m", "--problem", "clip21-example1", "--steps", "5", "--c1", "5"]
+    rc, _, err = _cli(argv, capsys)
+    _one_error(rc, err, "--c1")
+
+
 def test_run_plot_empty_and_verify_seed_negative(capsys):
     rc, _, err = _cli(
         ["run", "--algo", "dpsgd", "--problem", "quadratic", "--steps", "5", "--plot", ""], capsys
