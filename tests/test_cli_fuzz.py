@@ -135,6 +135,9 @@ def must_reject(argv: list[str]) -> str | None:
                 return f"{opt} past 2^53 steps"
             if v is not None and opt == "--epochs" and v >= 1e300:
                 return "--epochs giving more than 2^53 steps"
+        d = _num(_value(argv, "--model-dim"))
+        if d is not None and d > 2.0**53 and _value(argv, "--algo") in ("d2p2sgd", "dp2sgd"):
+            return "--model-dim past 2^53"
     if cmd == "audit":
         if _value(argv, "--algo") != "dicesgd" and ("--samples" in argv or "--confidence" in argv):
             return "--samples/--confidence on an exact audit"

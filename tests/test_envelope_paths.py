@@ -145,6 +145,7 @@ def test_pld_at_t_1e9_is_refused_naming_rdp(algo, length, capsys):
         (["audit", "--algo", "dpsgd", "--noise-multiplier", "1", "--steps", "1e300"], "--steps"),
         (["audit", "--algo", "dicesgd", "--noise-multiplier", "1", "--samples", "1e12"], "--samples"),
         (["epsilon", "--algo", "dpsgd", "--noise-multiplier", "1", "--timeout", "1e10"], "--timeout"),
+        (["epsilon", "--algo", "d2p2sgd", "--noise-multiplier", "1", "--model-dim", "1e300"], "--model-dim"),
         # options that do nothing (issue 9's rule)
         (["epsilon", "--algo", "d2psgd", "--noise-multiplier", "1", "--schedule-rho", "3"], "--schedule-rho"),
         (

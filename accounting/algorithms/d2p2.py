@@ -156,6 +156,8 @@ class _D2P2Family(Algorithm):
                     )
             return p
         d_model = validate.positive_int("--model-dim", self._take(p, "model_dim", d, assumed))
+        if d_model > 2**53:  # a count past 2^53 is not an exact float (the chi-square tails read d, p)
+            raise InvalidParameter("--model-dim", f"must be at most 2^53 (~9e15) (got {d_model:.3g})")
         p_dim = p.projection_dim
         if p_dim is None:
             p_dim = max(1, round(PROJECTION_RATIO * d_model))
