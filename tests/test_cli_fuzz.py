@@ -72,6 +72,13 @@ _NAMES_OPTION = re.compile(
 )
 
 
+def _assert_json(out: str, where: str) -> None:
+    try:
+        json.loads(out)
+    except ValueError:
+        raise AssertionError("BAD JSON (something else wrote to stdout): " + where) from None
+
+
 def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
     where = f"dptheory {' '.join(argv)}\nrc={rc}\nstderr:\n{err[-3000:]}\nstdout:\n{out[-500:]}"
     assert rc is not None, "HANG: " + where
@@ -79,7 +86,7 @@ def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
     if rc == 1 and argv[0] == "verify":  # a crashed check (a claims file's): reported, output intact
         assert "crashed" in err and out.strip(), "EXIT 1 WITHOUT A CRASHED CHECK: " + where
         if "--json" in argv:
-            json.loads(out)
+            _assert_json(out, where)
         return
     assert rc in (0, 2, 3), "EXIT CODE: " + where
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
@@ -91,7 +98,7 @@ def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
             return
         assert out.strip(), "NO OUTPUT: " + where
         if "--json" in argv:
-            json.loads(out)
+            _assert_json(out, where)
     elif rc == 2:
         # a progress bar may leave carriage-return fragments; the error is the last line
         errs = [ln for ln in lines if "error:" in ln]
