@@ -6,7 +6,8 @@ direction (add, remove), a discretised privacy-loss PMF (``n1`` points: the loss
 length is the Chernoff truncation window of ``pld.common.compute_self_convolve_bounds`` (40 orders
 ``k / n1``, ``k = +-1..20``, tail 1e-15).  Both sizes follow from the loss distribution alone, so
 :func:`pld_size` evaluates the same quantities by quadrature of the loss ``L(x)`` of the Gaussian
-pair (no PMF is built): ``n1`` and the window ``n_out``.  At ``T = 1e9``, ``q = 0.02``, ``z = 4`` the
+pair, each loss rounded up to the grid as the pessimistic PMF does (no PMF is built): ``n1`` and the
+window ``n_out``.  At ``T = 1e9``, ``q = 0.02``, ``z = 4`` the
 window is ~1e9 points (dp-accounting then asks for 9 GiB); at ``z = 0.1`` the single PMF alone has
 ~1.5e6 points per direction and takes minutes to build.
 
@@ -31,6 +32,11 @@ __all__ = ["PLD_BUDGET_S", "pld_size", "pld_seconds", "check_pld_cost"]
 PLD_BUDGET_S = 30.0
 #: Or one whose FFT window (points, both directions) would exceed this (8 bytes x 4 arrays each).
 PLD_MAX_POINTS = 1.5e8
+
+#: And at most this many composed steps: the estimate is not trusted past the envelope (T <= 1e9).
+#: At q = 1e-9, z = 0.45 the add direction's window was 7x the estimate at T = 1e9 and ~50x at
+#: T = 3e13 (rare large negative losses dominate its Chernoff window), so a count cap backs it up.
+PLD_MAX_STEPS = 10**10
 
 _TAIL = 1e-15
 _US_PER_OUT = 0.4e-6
@@ -63,6 +69,9 @@ def pld_size(q: float, z: float, count: int, vdi: float) -> tuple[float, float]:
     n1_total, out_total = 0.0, 0.0
     for add in (False, True):
         loss, logw = _loss_grid(q, z, add)
+        # the pessimistic PMF rounds every loss up to the grid: at tiny q each step then carries
+        # ~vdi/2 of loss (not ~q^2), so the composed window grows like T/2 points
+        loss = np.ceil(loss / vdi) * vdi
         logw = logw - np.logaddexp.reduce(logw)
         lo, hi = float(loss.min()), float(loss.max())
         n1 = max(2.0, (hi - lo) / vdi)
@@ -131,6 +140,13 @@ def check_pld_cost(event: Any, vdi: float) -> None:
     """Refuse (:class:`InvalidParameter` naming ``--accountant``) a PLD evaluation estimated past
     :data:`PLD_BUDGET_S` seconds or :data:`PLD_MAX_POINTS` points; the RDP accountant has no such
     cost (its work does not grow with T or 1/z)."""
+    kinds = _kinds(event)
+    steps = sum(c for _, _, c in kinds) if kinds else 0
+    if steps > PLD_MAX_STEPS:
+        raise InvalidParameter(
+            "--accountant",
+            f"pld supports at most {PLD_MAX_STEPS:.0e} steps (got {steps:.3g}); use --accountant rdp",
+        )
     est = pld_seconds(event, vdi)
     if est is None:
         return

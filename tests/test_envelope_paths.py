@@ -116,6 +116,14 @@ def test_pld_size_estimate_is_within_3x_of_dp_accountings_window(q, z, count, mo
     assert seen and sum(seen) / 3 <= est <= 3 * sum(seen)
 
 
+def test_pld_past_1e10_steps_at_tiny_q_is_refused(capsys):
+    """Found by the fuzz suite: q = 1e-9, 1e15 steps; dp-accounting asked for 148 GiB."""
+    argv = ["calibrate", "--algo", "d2p2sgd", "--delta", "1e-100", "--eps", "1e-3", "--accountant", "pld"]
+    argv += ["--epochs", "1e6", "--sample-rate", "1e-9", "--schedule", "exp", "--schedule-rho", "2"]
+    rc, _, err = _cli(argv, capsys)
+    assert "--accountant rdp" in _one_error(rc, err, "--accountant")
+
+
 @pytest.mark.parametrize(
     "algo,length",
     [
