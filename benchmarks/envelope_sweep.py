@@ -97,9 +97,10 @@ def audit_sweep(algos: list[str], cases: int, seed: int, case_timeout: float) ->
             n_pos += 1
             if cert / lower < worst:
                 worst = cert / lower
-                where = dict(
+                vals = dict(
                     q=q, sigma=sigma, steps=steps, delta=delta, eps=cert, lower=lower, confidence=conf
                 )
+                where = {k: float(f"{float(v):.6g}") for k, v in vals.items()}
         print(
             f"{algo}: {len(draws)} cases ({n_pos} with a positive lower bound, {n_inf} with eps = inf, "
             f"{n_skip} skipped after {case_timeout:g} s), largest T {t_max:.3g}, "
