@@ -312,3 +312,18 @@ def test_claims_file_code_cannot_corrupt_output_or_exit_status(tmp_path, body, t
         assert f"UserExit: {crash} called (at hostile.py:5)" in text
     else:
         assert "crashed" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [dict(algo="dpsgd"), dict(algo="dicesgd", grad_bound=0.5, steps=100), dict(algo="dicesgd", steps=50)],
+)
+def test_audit_reproduce_commands_run(kw, capsys):
+    """dptheory.claims.audit_command names --samples only where the audit samples (else it is an error)."""
+    import shlex
+
+    from dptheory.claims import audit_command
+
+    cmd = audit_command(noise_multiplier=4.0, delta=1e-5, samples=100, seed=0, **kw)
+    rc, out, err = _cli(shlex.split(cmd)[1:], capsys)
+    assert rc == 0 and out, err
