@@ -327,3 +327,26 @@ def test_audit_reproduce_commands_run(kw, capsys):
     cmd = audit_command(noise_multiplier=4.0, delta=1e-5, samples=100, seed=0, **kw)
     rc, out, err = _cli(shlex.split(cmd)[1:], capsys)
     assert rc == 0 and out, err
+
+
+def _sweep_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("envelope_sweep", ROOT / "benchmarks" / "envelope_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    "algos",
+    [
+        ["dpsgd", "clip21sgd2m", "dp2sgd", "dicesgd"],
+        pytest.param(["d2psgd", "d2p2sgd"], marks=pytest.mark.slow),
+    ],
+)
+def test_envelope_sweep_certified_never_below_the_audit(algos, capsys):
+    """benchmarks/envelope_sweep.py --algos: every certified path against its audit's lower bound."""
+    assert _sweep_module().audit_sweep(algos, cases=1, seed=3, case_timeout=20)
+    out = capsys.readouterr().out
+    assert all(f"{a}:" in out for a in algos)
