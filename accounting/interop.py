@@ -101,7 +101,18 @@ def pld_epsilon(
             raise InvalidParameter(
                 "--accountant", "pld: dp-accounting's PLD accountant does not support this mechanism"
             )
-        return float(acc.compose(dp_event).get_epsilon(delta))
+        import warnings
+
+        try:
+            with warnings.catch_warnings():  # its overflow warnings would precede our one line
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return float(acc.compose(dp_event).get_epsilon(delta))
+        except (OverflowError, FloatingPointError, ZeroDivisionError, MemoryError) as exc:
+            # dp-accounting's own arithmetic failing at an extreme (e.g. an infinite epsilon bound
+            # in its discretisation): one line, never a traceback, never a number
+            raise InvalidParameter(
+                "--accountant", f"pld: dp-accounting failed here ({type(exc).__name__}); use --accountant rdp"
+            ) from None
     pld = _optimistic_pld(dpa, dp_event, 1, vdi)
     if pld is None:
         return 0.0

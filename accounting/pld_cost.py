@@ -85,7 +85,10 @@ def pld_size(q: float, z: float, count: int, vdi: float) -> tuple[float, float]:
         for k in range(1, 21):
             for sign in (1.0, -1.0):
                 lam = sign * k / rng  # dp-accounting's order k / n1 in grid units, in loss units
-                log_mgf = float(np.logaddexp.reduce(logw + lam * shifted))
+                with np.errstate(over="ignore", invalid="ignore"):  # inf: this order gives no bound
+                    log_mgf = float(np.logaddexp.reduce(logw + lam * shifted))
+                if not math.isfinite(log_mgf):
+                    continue
                 bound = (count * log_mgf + math.log(2.0 / _TAIL)) / lam
                 if sign > 0:
                     best_hi = min(best_hi, bound)
@@ -130,7 +133,8 @@ def pld_seconds(event: Any, vdi: float) -> tuple[float, float] | None:
         return None
     secs, points = 0.0, 0.0
     for q, z, c in kinds:
-        n1, n_out = pld_size(q, z, c, vdi)
+        with np.errstate(all="ignore"):  # an overflow at tiny z gives inf or nan: refused below
+            n1, n_out = pld_size(q, z, c, vdi)
         secs += _US_PER_PMF * n1 + _US_PER_OUT * n_out * max(1.0, math.log2(n_out) / 20.0)
         points += n_out
     return secs, points
@@ -151,6 +155,11 @@ def check_pld_cost(event: Any, vdi: float) -> None:
     if est is None:
         return
     secs, points = est
+    if not (math.isfinite(secs) and math.isfinite(points)):
+        raise InvalidParameter(
+            "--accountant",
+            "pld cannot be sized here (the noise is too small for its grid); use --accountant rdp",
+        )
     if secs > PLD_BUDGET_S or points > PLD_MAX_POINTS:
         raise InvalidParameter(
             "--accountant",

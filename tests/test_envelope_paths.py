@@ -350,3 +350,24 @@ def test_envelope_sweep_certified_never_below_the_audit(algos, capsys):
     assert _sweep_module().audit_sweep(algos, cases=1, seed=3, case_timeout=20)
     out = capsys.readouterr().out
     assert all(f"{a}:" in out for a in algos)
+
+
+def test_dp_accounting_overflow_is_one_line(capsys):
+    """Found by the fuzz suite: dp2sgd, PLD, sigma 0.3, delta 1e-100: dp-accounting's OverflowError."""
+    argv = [
+        "epsilon",
+        "--algo",
+        "dp2sgd",
+        "--delta",
+        "1e-100",
+        "--noise-multiplier",
+        "0.3",
+        "--accountant",
+        "pld",
+    ]
+    argv += ["--steps", "1", "--schedule", "exp", "--schedule-rho", "1e300", "--model-dim", "1e9"]
+    rc, out, err = _cli([*argv, "--projection-dim", "1e9"], capsys)
+    if rc == 0:  # a number is fine; it must then be a finite upper bound
+        assert "epsilon" in out
+    else:
+        assert "--accountant rdp" in _one_error(rc, err, "--accountant")
