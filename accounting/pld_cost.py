@@ -158,7 +158,7 @@ def check_pld_cost(event: Any, vdi: float) -> None:
     if not (math.isfinite(secs) and math.isfinite(points)):
         raise InvalidParameter(
             "--accountant",
-            "pld cannot be sized here (the noise is too small for its grid); use --accountant rdp",
+            "pld cannot be sized at these parameters (its cost estimate overflows); use --accountant rdp",
         )
     if secs > PLD_BUDGET_S or points > PLD_MAX_POINTS:
         raise InvalidParameter(
