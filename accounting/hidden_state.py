@@ -47,6 +47,7 @@ __all__ = [
     "dicesgd_flush_rdp",
     "dicesgd_flush_epsilon",
     "hidden_state_shift_bounds",
+    "shift_groups",
     "dicesgd_certified_rdp",
     "dicesgd_certified_epsilon",
     "largest_c2",
@@ -70,6 +71,7 @@ def hidden_state_shift_bounds(
     projection ``P`` onto the C2-ball), so ``||e'_{t+1} - e_{t+1}|| <= ||e'_t - e_t|| + b_t ||g' -
     clip(g', C1)|| / B`` with ``||g' - clip(g', C1)|| = max(0, ||g'|| - C1) <= max(0, G - C1)``; and
     ``||clip(a) - clip(b)|| <= min(2 C2, ||a - b||)``.  Without ``G`` the increment is unbounded.
+    An array of length T: the accountant uses :func:`shift_groups`, whose size does not grow with T.
     """
     t = np.arange(int(steps), dtype=float)
     if grad_bound is None:
@@ -79,6 +81,65 @@ def hidden_state_shift_bounds(
         u = np.minimum(2.0 * c2, t * a)
     u[0] = 0.0
     return u
+
+
+#: Up to this many distinct ramp values ``U_t`` are evaluated exactly; beyond, steps are grouped.
+MAX_EXACT_SHIFTS = 4096
+
+
+def shift_groups(
+    *,
+    steps: int,
+    c1: float,
+    c2: float,
+    batch_size: float,
+    grad_bound: float | None = None,
+    cap: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, counts)``: the normalised shifts ``u_t = U_t B / C1`` of :func:`hidden_state_shift_bounds`
+    (with ``t`` replaced by ``min(t, cap)`` when an inclusion cap is given) as groups, in O(1) memory in T.
+
+    ``u_t`` is nondecreasing in ``t`` and constant once ``t a >= 2 C2`` (or ``t >= cap``), so the
+    distinct values are a ramp ``t = 1..m-1`` and one plateau.  With at most
+    :data:`MAX_EXACT_SHIFTS` ramp steps every value is the exact one (the same floating-point
+    expression as the array version); with more, the ramp is cut into geometric buckets and each
+    step takes the value at its bucket's right end: never smaller than its own, and the per-step
+    bound increases with ``u`` (both terms of ``_per_step_rdp`` do), so the sum stays an upper
+    bound.  Buckets end at ``ceil`` of a geometric grid, so ``u`` grows by at most ~0.5% at T = 1e9.
+    """
+    t_all = int(steps)
+    b, c1f, c2f = float(batch_size), float(c1), float(c2)
+    if t_all <= 1:
+        return np.zeros(1), np.ones(1, dtype=np.int64)
+    if grad_bound is None:
+        return np.array([0.0, 2.0 * c2f * b / c1f]), np.array([1, t_all - 1], dtype=np.int64)
+    a = max(0.0, float(grad_bound) - c1f) / b
+
+    def f(t: np.ndarray) -> np.ndarray:
+        tt = t if cap is None else np.minimum(t, cap)
+        return np.minimum(2.0 * c2f, tt.astype(float) * a) * b / c1f
+
+    # m: first t >= 1 from which u_t is constant (t a >= 2 C2, or t >= cap), at most T - 1
+    m = t_all - 1
+    if a > 0.0:
+        m = min(m, max(1, math.ceil(2.0 * c2f / a)))
+    else:
+        m = 1
+    if cap is not None:
+        m = min(m, max(1, int(cap)))
+    if m - 1 <= MAX_EXACT_SHIFTS:
+        ends = np.arange(1, m, dtype=np.int64)
+    else:
+        ends = np.unique(np.ceil(np.geomspace(1.0, m - 1, MAX_EXACT_SHIFTS)).astype(np.int64))
+        ends = ends[(ends >= 1) & (ends <= m - 1)]
+        if ends[-1] != m - 1:
+            ends = np.append(ends, m - 1)
+    starts = np.concatenate([[0], ends[:-1]]) if ends.size else ends
+    # the plateau takes f(T - 1), the largest of f(m..T-1) (f is monotone in floating point too)
+    values = np.concatenate([[0.0], f(ends), f(np.array([t_all - 1], dtype=np.int64))])
+    counts = np.concatenate([[1], ends - starts, [t_all - m]]).astype(np.int64)
+    keep = counts > 0
+    return values[keep], counts[keep]
 
 
 def _sg_table(sample_rate: float, noise_multipliers: np.ndarray, orders: np.ndarray) -> np.ndarray:
@@ -151,8 +212,20 @@ def _certified_from_tables(
     The sum of n nonnegative products rounds by at most (n + 1) ulps of the total: scaled up by
     that and by the pad of one group, as :mod:`accounting.rdp` scales its composed sums (so at
     U = 0 the two agree exactly)."""
-    values, counts = np.unique(u_norm, return_counts=True)
-    per = _per_step_rdp(values, noise_multiplier, orders, sg_split, sg_full)
+    if isinstance(u_norm, tuple):  # (values, counts) from shift_groups
+        raw, raw_counts = u_norm
+        values, inverse = np.unique(raw, return_inverse=True)
+        counts = np.bincount(inverse.reshape(-1), weights=raw_counts, minlength=values.size)
+    else:
+        values, counts = np.unique(u_norm, return_counts=True)
+    # rows in chunks: the (rows, split grid, orders) temporary stays ~30 MB whatever the groups
+    chunk = max(1, 2**22 // max(1, SPLIT_GRID.size * orders.size))
+    per = np.concatenate(
+        [
+            _per_step_rdp(values[i : i + chunk], noise_multiplier, orders, sg_split, sg_full)
+            for i in range(0, values.size, chunk)
+        ]
+    )
     # the second factor is accounting.rdp's pad for adding one group into its total
     return np.sum(per * counts[:, None], axis=0) * up(values.size + 2) * up(2)
 
@@ -197,9 +270,9 @@ def _certified_rdp_memo(
     the certified curve), and each evaluation costs ~0.1-0.5 s.
     """
     orders = np.frombuffer(orders_bytes, dtype=float)
-    u_norm = hidden_state_shift_bounds(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g) * b / c1v
+    u_norm = shift_groups(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g)
     sg_full = _sg_table(q, np.array([z]), orders)[0]
-    if np.any(u_norm > 0):
+    if np.any(u_norm[0] > 0):
         sg_split = _sg_table(q, z * np.sqrt(1.0 - SPLIT_GRID), orders)
     else:
         sg_split = np.empty((0, orders.size))
@@ -259,7 +332,7 @@ def largest_c2(
     sg_split = _sg_table(q, zr * np.sqrt(1.0 - SPLIT_GRID), orders)
 
     def ok(c2v: float) -> bool:
-        u = hidden_state_shift_bounds(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g) * b / c1v
+        u = shift_groups(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g)
         rdp = _certified_from_tables(u, zr, orders, sg_split, sg_full)
         return float(rdp_to_epsilon(RdpCurve(orders=orders, rdp=rdp, dropped=()), delta).epsilon) <= eps0
 
@@ -340,25 +413,31 @@ def dicesgd_certified_epsilon_capped(
     }
     if g is None or g <= c1v:
         return best
-    a = (g - c1v) / b
     sg_full = _sg_table(q, np.array([z]), orders)[0]
     sg_split = _sg_table(q, z * np.sqrt(1.0 - SPLIT_GRID), orders)
     d_rdp = (1.0 - share) * delta
     budget = share * delta
     guess = best["epsilon"]
-    steps_idx = np.arange(t, dtype=float)
     for _ in range(4):
         if guess > 700:
             break
-        # smallest k with beta(k) e^guess <= budget (sf is P[X > k]); 1% safety on beta
-        ks = np.arange(t + 1)
-        betas = 1.01 * stats.binom.sf(ks, t, q)
-        ok = np.nonzero(betas * math.exp(guess) <= budget)[0]
-        k = int(ok[0]) if ok.size else t
-        beta = float(betas[k]) if k < t else 0.0
-        u = np.minimum(2.0 * c2v, np.minimum(steps_idx, k) * a)
-        u[0] = 0.0
-        rdp = _certified_from_tables(u * b / c1v, z, orders, sg_split, sg_full)
+
+        # smallest k with beta(k) e^guess <= budget (sf is P[X > k], nonincreasing in k; 1% safety
+        # on beta): integer bisection, no array of length T
+        def fits(k: int, guess: float = guess) -> bool:
+            return 1.01 * float(stats.binom.sf(k, t, q)) * math.exp(guess) <= budget
+
+        lo_k, hi_k = -1, t  # fits(t) holds (sf = 0)
+        while hi_k - lo_k > 1:
+            mid = (lo_k + hi_k) // 2
+            if fits(mid):
+                hi_k = mid
+            else:
+                lo_k = mid
+        k = hi_k
+        beta = 1.01 * float(stats.binom.sf(k, t, q)) if k < t else 0.0
+        u = shift_groups(steps=t, c1=c1v, c2=c2v, batch_size=b, grad_bound=g, cap=k)
+        rdp = _certified_from_tables(u, z, orders, sg_split, sg_full)
         eps_k = float(rdp_to_epsilon(RdpCurve(orders=orders, rdp=rdp, dropped=()), d_rdp).epsilon)
         if eps_k < best["epsilon"] and (beta == 0.0 or math.exp(eps_k) * beta <= budget):
             best = {"epsilon": eps_k, "cap": k, "beta": beta, "delta_rdp": d_rdp}

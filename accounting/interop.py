@@ -87,6 +87,9 @@ def pld_epsilon(
     vdi = validate.positive("--value-discretization-interval", value_discretization_interval)
     dpa = _dp_accounting("--accountant pld")
     dp_event = _export(event, "--accountant pld")
+    from accounting.pld_cost import check_pld_cost
+
+    check_pld_cost(event, vdi)  # its grid grows with T and 1/z: refuse before allocating it
     if pessimistic:
         from dp_accounting.pld import pld_privacy_accountant
 
@@ -98,7 +101,18 @@ def pld_epsilon(
             raise InvalidParameter(
                 "--accountant", "pld: dp-accounting's PLD accountant does not support this mechanism"
             )
-        return float(acc.compose(dp_event).get_epsilon(delta))
+        import warnings
+
+        try:
+            with warnings.catch_warnings():  # its overflow warnings would precede our one line
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return float(acc.compose(dp_event).get_epsilon(delta))
+        except (OverflowError, FloatingPointError, ZeroDivisionError, MemoryError) as exc:
+            # dp-accounting's own arithmetic failing at an extreme (e.g. an infinite epsilon bound
+            # in its discretisation): one line, never a traceback, never a number
+            raise InvalidParameter(
+                "--accountant", f"pld: dp-accounting failed here ({type(exc).__name__}); use --accountant rdp"
+            ) from None
     pld = _optimistic_pld(dpa, dp_event, 1, vdi)
     if pld is None:
         return 0.0

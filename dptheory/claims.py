@@ -250,9 +250,13 @@ def audit_command(
         for k, v in options.items()
         if v is not None
     )
+    # --samples is an error where the audit is exact (every algorithm but DiceSGD with G > C1)
+    g, c1 = options.get("grad_bound"), options.get("c1") or 1.0
+    monte_carlo = algo == "dicesgd" and not (g is not None and g <= c1)
+    mc = f" --samples {samples}" if monte_carlo else ""
     return (
         f"dptheory audit --algo {algo} --noise-multiplier {noise_multiplier!r} --delta {delta!r} "
-        f"{opts} --samples {samples} --seed {seed}"
+        f"{opts}{mc} --seed {seed}"
     ).replace("  ", " ")
 
 

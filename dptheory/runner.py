@@ -499,6 +499,11 @@ def run(
     from dptheory.problems import get_problem
 
     popts = dict(problem_options or {})
+    if options.get("c1") is not None and algo not in ("dpsgd", "dicesgd") and problem != "dicesgd-b1":
+        # an option that does nothing is an error: clip21 algorithms clip at --tau, D2P normalises
+        raise InvalidParameter(
+            "--c1", "only applies to --algo dpsgd, dicesgd (or sets C of --problem dicesgd-b1); clip21: --tau"
+        )
     if problem == "dicesgd-b1" and options.get("c1") is not None:
         popts.setdefault("c", options["c1"])  # --c1 sets the instance's C
     prob = get_problem(problem, **popts)

@@ -10,8 +10,12 @@ import os
 import sys
 
 
-def run_child(argv: list[str], out_path: str, err_path: str, memory_limit: int) -> None:
-    """Run ``dptheory argv`` with stdout/stderr to files under a memory cap; exit with its code."""
+def run_child(
+    argv: list[str], out_path: str, err_path: str, memory_limit: int, encoding: str = "utf-8"
+) -> None:
+    """Run ``dptheory argv`` with stdout/stderr to files under a memory cap; exit with its code.
+
+    ``encoding`` is the streams' encoding (``ascii`` plays a terminal with PYTHONIOENCODING=ascii)."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
@@ -19,8 +23,8 @@ def run_child(argv: list[str], out_path: str, err_path: str, memory_limit: int) 
     err_fd = os.open(err_path, os.O_WRONLY | os.O_TRUNC)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding=encoding, closefd=False)  # noqa: SIM115
     rc = 0
     try:
         from dptheory.cli.main import main

@@ -46,13 +46,15 @@ def _ctx():
     return _CTX
 
 
-def run_cli(argv: list[str], *, hang_s: float = HANG_S) -> tuple[int | None, str, str, float]:
-    """(exit code or None on a hang, stdout, stderr, seconds)."""
+def run_cli(
+    argv: list[str], *, hang_s: float = HANG_S, encoding: str = "utf-8"
+) -> tuple[int | None, str, str, float]:
+    """(exit code or None on a hang, stdout, stderr, seconds); ``encoding`` is the child's streams'."""
     with tempfile.TemporaryDirectory() as d:
         out_p, err_p = os.path.join(d, "out"), os.path.join(d, "err")
         Path(out_p).touch()
         Path(err_p).touch()
-        proc = _ctx().Process(target=run_child, args=(argv, out_p, err_p, MEMORY_LIMIT))
+        proc = _ctx().Process(target=run_child, args=(argv, out_p, err_p, MEMORY_LIMIT, encoding))
         t0 = time.monotonic()
         proc.start()
         proc.join(hang_s)
@@ -70,18 +72,33 @@ _NAMES_OPTION = re.compile(
 )
 
 
+def _assert_json(out: str, where: str) -> None:
+    try:
+        json.loads(out)
+    except ValueError:
+        raise AssertionError("BAD JSON (something else wrote to stdout): " + where) from None
+
+
 def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
     where = f"dptheory {' '.join(argv)}\nrc={rc}\nstderr:\n{err[-3000:]}\nstdout:\n{out[-500:]}"
     assert rc is not None, "HANG: " + where
     assert "Traceback" not in err, "TRACEBACK: " + where
+    if rc == 1 and argv[0] == "verify":  # a crashed check (a claims file's): reported, output intact
+        assert "crashed" in err and out.strip(), "EXIT 1 WITHOUT A CRASHED CHECK: " + where
+        if "--json" in argv:
+            _assert_json(out, where)
+        return
     assert rc in (0, 2, 3), "EXIT CODE: " + where
     lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning:")]
+    bad = must_reject(argv)
+    assert not (bad and rc == 0), f"ACCEPTED BAD INPUT ({bad}): " + where
+    assert all(len(ln) < 2000 for ln in lines if "error:" in ln), "GIANT ERROR LINE: " + where[:2000]
     if rc == 0:
         if "--help" in argv:
             return
         assert out.strip(), "NO OUTPUT: " + where
         if "--json" in argv:
-            json.loads(out)
+            _assert_json(out, where)
     elif rc == 2:
         # a progress bar may leave carriage-return fragments; the error is the last line
         errs = [ln for ln in lines if "error:" in ln]
@@ -89,6 +106,65 @@ def check_contract(argv: list[str], rc: int | None, out: str, err: str) -> None:
         assert _NAMES_OPTION.search(errs[0]), "NAMES NO OPTION: " + where
     else:
         assert any("--timeout" in ln for ln in lines), "EXIT 3 WITHOUT THE TIMEOUT LINE: " + where
+
+
+def _value(argv: list[str], option: str) -> str | None:
+    """The value after the last ``option`` in ``argv`` (None if absent)."""
+    idx = [i for i, a in enumerate(argv[:-1]) if a == option]
+    return argv[idx[-1] + 1] if idx else None
+
+
+def _num(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def must_reject(argv: list[str]) -> str | None:
+    """Why ``argv`` must not exit 0 (an option that does nothing, a count past its edge), or None.
+
+    The oracle for "bad input accepted": each rule is one of issue 18's classes."""
+    if not argv:
+        return None
+    cmd = argv[0]
+    t = _num(_value(argv, "--timeout"))
+    if t is not None and t > 1e8:
+        return "--timeout past 1e8 s"
+    if cmd in ("calibrate", "epsilon", "audit"):
+        if "--schedule-rho" in argv and _value(argv, "--schedule") != "exp":
+            return "--schedule-rho without --schedule exp"
+        if _value(argv, "--clip-mode") == "automatic" and "--grad-bound" not in argv:
+            return "--clip-mode automatic without --grad-bound"
+        for opt in ("--steps", "--epochs"):
+            v = _num(_value(argv, opt))
+            if v is not None and opt == "--steps" and v > 2.0**53:
+                return f"{opt} past 2^53 steps"
+            if v is not None and opt == "--epochs" and v >= 1e300:
+                return "--epochs giving more than 2^53 steps"
+        d = _num(_value(argv, "--model-dim"))
+        if d is not None and d > 2.0**53 and _value(argv, "--algo") in ("d2p2sgd", "dp2sgd"):
+            return "--model-dim past 2^53"
+    if cmd == "audit":
+        if _value(argv, "--algo") != "dicesgd" and ("--samples" in argv or "--confidence" in argv):
+            return "--samples/--confidence on an exact audit"
+        s = _num(_value(argv, "--samples"))
+        if s is not None and s > 1e7:
+            return "--samples past 1e7"
+    if cmd == "run" and _value(argv, "--plot") == "":
+        return "run --plot ''"
+    if (
+        cmd == "run"
+        and "--c1" in argv
+        and _value(argv, "--algo") not in ("dpsgd", "dicesgd")
+        and _value(argv, "--problem") != "dicesgd-b1"
+    ):
+        return "run --c1 on an algorithm that does not clip at C1"
+    if cmd == "verify":
+        s = _num(_value(argv, "--seed"))
+        if s is not None and s < 0:
+            return "verify --seed < 0"
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -114,11 +190,44 @@ NUMBERS = [
     "1e9",
 ]
 EXTREME = ["1e-300", "1e300", "1e-100", "2e-308", "1000000000", "4294967297"]
+#: counts at and past their edges: T = 1e9 (the envelope), 2^53 (+1), int64 and float overflow
+EDGES = ["3e8", "1e9", "2e9", "1e10", "9007199254740992", "9007199254740993", "1e16", "1e19", "1e300"]
 ALGOS = ["dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m"]
 
 
 def num() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(NUMBERS), st.sampled_from(EXTREME), st.sampled_from(MALFORMED))
+    return st.one_of(
+        st.sampled_from(NUMBERS), st.sampled_from(EXTREME), st.sampled_from(MALFORMED), st.sampled_from(EDGES)
+    )
+
+
+def huge() -> st.SearchStrategy[str]:
+    """A value of 1e5 characters: an error line must echo only ~80 of them."""
+    return st.sampled_from(["9" * 100_000, "x" * 100_000, "1e" + "0" * 100_000])
+
+
+_CLAIM_TEMPLATE = """from dptheory.claims import Check, Claim, Outcome, Verdict
+import os, sys
+
+def _check(ctx):
+    {body}
+    return Outcome(Verdict.CONFIRMED, "fine", "trivial", {{}})
+
+{top}
+CLAIMS = [Claim(id="user.fuzz", paper="user", location="here", statement="s", formula="f",
+                assumptions=(), checks=(Check("c", "property", _check),))]
+"""
+#: claims files whose code tries to corrupt the output or the exit status (issue 18)
+HOSTILE_CLAIMS = {
+    "sysexit3": ("sys.exit(3)", ""),
+    "osexit-check": ("os._exit(0)", ""),
+    "print": ("print('{not json')", ""),
+    "close-stdout": ("sys.stdout.close()", ""),
+    "osexit-import": ("pass", "os._exit(0)"),
+    "sysexit-import": ("pass", "sys.exit(0)"),
+    "raise-import": ("pass", "raise RuntimeError('x' * 100000)"),
+    "plain": ("pass", ""),
+}
 
 
 def _files() -> dict[str, str]:
@@ -131,7 +240,10 @@ def _files() -> dict[str, str]:
     (d / "bad.txt").write_text("1.0\nnan\n")
     (d / "neg.txt").write_text("1.0\n-2\n")
     (d / "binary.bin").write_bytes(bytes(range(256)))
+    (d / "huge-line.txt").write_text("1" * 10**7 + "x\n")  # a 10 MB error line before issue 18
     (d / "dir").mkdir()
+    for name, (body, top) in HOSTILE_CLAIMS.items():
+        (d / f"claims_{name}.py").write_text(_CLAIM_TEMPLATE.format(body=body, top=top))
     fifo = d / "fifo"
     try:
         os.mkfifo(fifo)
@@ -151,6 +263,8 @@ def _files() -> dict[str, str]:
         "root": "/",
         "outdir": str(d / "out"),
         "proc": "/proc/version",
+        "huge-line": str(d / "huge-line.txt"),
+        **{f"claims-{name}": str(d / f"claims_{name}.py") for name in HOSTILE_CLAIMS},
     }
 
 
@@ -182,6 +296,12 @@ PRIVACY_OPTIONS: dict[str, st.SearchStrategy[list[str]]] = {
         ["default", "1.5,2,4-64", "1e300", "2-1000000", "abc", "1", "default,4096", "1.01", "2-5:0", ""]
     ).map(lambda v: ["--orders", v]),
     "--conversion": st.sampled_from(["improved", "classic", "other"]).map(lambda v: ["--conversion", v]),
+    "--clip-mode": st.sampled_from(["flat", "automatic", "x"]).map(lambda v: ["--clip-mode", v]),
+    "--residual-clip": num().map(lambda v: ["--residual-clip", v]),
+    "--gamma": num().map(lambda v: ["--gamma", v]),
+    "--huge": st.tuples(st.sampled_from(["--noise-multiplier", "--delta", "--algo", "--orders"]), huge()).map(
+        list
+    ),
     "--mode": st.sampled_from(["certified", "claimed", "audit"]).map(lambda v: ["--mode", v]),
     "--accountant": st.sampled_from(["rdp", "pld", "moments"]).map(lambda v: ["--accountant", v]),
     "--json": st.just(["--json"]),
@@ -209,7 +329,55 @@ def privacy_command(draw) -> list[str]:
     if cmd == "calibrate" and draw(st.integers(0, 7)) == 0:
         argv += ["--target", draw(st.sampled_from(["steps", "noise", "x"]))]
     if cmd == "audit" and draw(st.booleans()):
-        argv += ["--samples", draw(st.sampled_from(["10", "0", "1e9", "abc", "100"]))]
+        argv += ["--samples", draw(st.sampled_from(["10", "0", "1e9", "abc", "100", "1e7", "1e8", "1e12"]))]
+    if cmd == "audit" and draw(st.integers(0, 3)) == 0:
+        argv += ["--confidence", draw(st.sampled_from(["0.9", "0.99", "1", "0"]))]
+    return argv
+
+
+PATH_ALGOS = ["dpsgd", "dicesgd", "d2p2sgd", "d2psgd", "dp2sgd", "clip21sgd2m"]
+#: T up to and past 1e9 (the envelope), and 2^53 (+1), where counts stop being exact floats
+T_VALUES = ["1", "1000", "1000000", "300000000", "1000000000", "2000000000", "9007199254740993", "1e16"]
+#: sigma over the envelope, down to 0.1 (where dp-accounting's PLD ran for minutes at T = 10)
+SIGMAS = ["0.1", "0.3", "1", "4", "100", "10000"]
+
+
+@st.composite
+def envelope_command(draw) -> list[str]:
+    """Every algorithm x accountant x subcommand at the envelope's corners: T (or epochs, rounds) up
+    to and past 1e9, sigma down to 0.1 with PLD, delta down to 1e-100, schedules with extreme rho."""
+    cmd = draw(st.sampled_from(["calibrate", "epsilon", "audit"]))
+    algo = draw(st.sampled_from(PATH_ALGOS))
+    argv = [cmd, "--algo", algo, "--delta", draw(st.sampled_from(["1e-5", "1e-100", "0.1"]))]
+    if cmd == "calibrate":
+        argv += ["--eps", draw(st.sampled_from(["1e-3", "1", "1e3"]))]
+    else:
+        argv += ["--noise-multiplier", draw(st.sampled_from(SIGMAS))]
+    if cmd != "audit":
+        argv += ["--accountant", draw(st.sampled_from(["rdp", "pld"]))]
+        if draw(st.integers(0, 3)) == 0:
+            argv += ["--mode", draw(st.sampled_from(["claimed", "certified"]))]
+    t = draw(st.sampled_from(T_VALUES))
+    if algo == "clip21sgd2m":
+        argv += ["--rounds", t]
+    else:
+        argv += draw(
+            st.sampled_from([["--steps", t], ["--epochs", draw(st.sampled_from(EDGES + ["3", "1e6"]))]])
+        )
+        if draw(st.booleans()):
+            argv += ["--sample-rate", draw(st.sampled_from(["1e-9", "1e-3", "0.02", "1"]))]
+    if algo in ("d2p2sgd", "d2psgd", "dp2sgd") and draw(st.booleans()):
+        argv += [
+            "--schedule",
+            "exp",
+            "--schedule-rho",
+            draw(st.sampled_from(["1e-300", "1e-6", "2", "1e6", "1e300"])),
+        ]
+    if algo in ("d2p2sgd", "dp2sgd") and draw(st.booleans()):
+        argv += ["--model-dim", draw(st.sampled_from(["1", "100000", "1e9", "1e300"]))]
+        argv += ["--projection-dim", draw(st.sampled_from(["1", "100000", "1e9"]))]
+    if algo == "dicesgd" and draw(st.booleans()):
+        argv += ["--grad-bound", draw(st.sampled_from(["0.5", "1.001", "1e300"]))]
     return argv
 
 
@@ -228,16 +396,19 @@ def run_command(draw) -> list[str]:
         "--beta": num(),
         "--beta-hat": num(),
         "--gamma": num(),
-        "--projection-dim": st.sampled_from(["1", "0", "3", "100000", "abc"]),
+        "--projection-dim": st.sampled_from(["1", "0", "3", "100000", "1e9", "1e300", "abc"]),
         "--noise-multiplier": num(),
         "--eps": num(),
         "--delta": num(),
-        "--dim": st.sampled_from(["1", "0", "5", "100000", "1e9"]),
+        "--dim": st.sampled_from(["1", "0", "5", "100000", "1e9", "1e300"]),
         "--x0": num(),
         "--seeds": st.sampled_from(["1", "2", "0", "1000000", "abc"]),
         "--clients": st.sampled_from(["1", "3", "0", "1000000"]),
         "--device": st.sampled_from(["cpu", "auto", "cuda", "tpu"]),
-        "--plot": st.sampled_from([FILES["root"], FILES["dir"], FILES["outdir"] + "/x.png", FILES["proc"]]),
+        "--plot": st.sampled_from(
+            [FILES["root"], FILES["dir"], FILES["outdir"] + "/x.png", FILES["proc"], ""]
+        ),
+        "--clip-mode": st.sampled_from(["flat", "automatic"]),
     }
     for name in draw(st.lists(st.sampled_from(sorted(pool)), max_size=4, unique=True)):
         argv += [name, draw(pool[name])]
@@ -269,7 +440,11 @@ def other_command(draw) -> list[str]:
         if draw(st.booleans()):
             argv += ["--report", draw(st.sampled_from([FILES["root"], "", FILES["good"], FILES["proc"]]))]
         if draw(st.booleans()):
-            argv += ["--seed", draw(st.sampled_from(["0", "-1", "1.5", "abc", "1e400"]))]
+            argv += ["--seed", draw(st.sampled_from(["0", "-1", "1.5", "abc", "1e400", "1e300"]))]
+        if draw(st.integers(0, 2)) == 0:
+            argv = [*argv, "--claims-file", FILES["claims-" + draw(st.sampled_from(sorted(HOSTILE_CLAIMS)))]]
+            if "--claim" in argv:  # a built-in claim id is fine; keep the file's claims the subject
+                argv = argv[:1] + argv[3:]
         argv.append("--quick")
         return argv
     if kind == "figures":
@@ -281,7 +456,18 @@ def other_command(draw) -> list[str]:
     )
 
 
-any_command = st.one_of(privacy_command(), privacy_command(), run_command(), other_command())
+any_command = st.one_of(
+    privacy_command(),
+    privacy_command(),
+    envelope_command(),
+    envelope_command(),
+    run_command(),
+    other_command(),
+)
+
+
+#: the child's stream encodings: 'ascii' is a terminal with PYTHONIOENCODING=ascii ('§' in verify --list)
+ENCODINGS = st.sampled_from(["utf-8", "utf-8", "ascii"])
 
 
 def _with_timeout(argv: list[str], timeout: str = TIMEOUT_S) -> list[str]:
@@ -294,10 +480,10 @@ def _with_timeout(argv: list[str], timeout: str = TIMEOUT_S) -> list[str]:
     return argv
 
 
-def run_and_check(argv: list[str], timeout: str = TIMEOUT_S) -> float:
+def run_and_check(argv: list[str], timeout: str = TIMEOUT_S, encoding: str = "utf-8") -> float:
     """Run ``argv`` (with ``--timeout`` added where it applies), assert the contract, return seconds."""
     argv = _with_timeout(argv, timeout)
-    rc, out, err, elapsed = run_cli(argv)
+    rc, out, err, elapsed = run_cli(argv, encoding=encoding)
     check_contract(argv, rc, out, err)
     return elapsed
 
@@ -309,16 +495,16 @@ def _examples(default: int) -> int:
 # 20 commands per default run (CI: the profile's derandomize fixes them); the long profile below
 # (-m slow) runs 600 with the longer timeout.
 @settings(max_examples=_examples(20), deadline=None, suppress_health_check=list(HealthCheck))
-@given(argv=any_command)
-def test_cli_fuzz_contract(argv):
-    run_and_check(argv)
+@given(argv=any_command, encoding=ENCODINGS)
+def test_cli_fuzz_contract(argv, encoding):
+    run_and_check(argv, encoding=encoding)
 
 
 @pytest.mark.slow
 @settings(max_examples=_examples(600), deadline=None, suppress_health_check=list(HealthCheck))
-@given(argv=any_command)
-def test_cli_fuzz_contract_long(argv):
-    run_and_check(argv, TIMEOUT_LONG_S)
+@given(argv=any_command, encoding=ENCODINGS)
+def test_cli_fuzz_contract_long(argv, encoding):
+    run_and_check(argv, TIMEOUT_LONG_S, encoding)
 
 
 @pytest.mark.parametrize(
@@ -424,7 +610,94 @@ def test_cli_fuzz_contract_long(argv):
             "--delta",
             "1e-5",
         ],
+        # issue 18: the envelope on every path
+        ["epsilon", "--algo", "dicesgd", "--noise-multiplier", "4", "--delta", "1e-5", "--steps", "1e9"],
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "4",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "1e9",
+            "--accountant",
+            "pld",
+        ],
+        [
+            "epsilon",
+            "--algo",
+            "dpsgd",
+            "--noise-multiplier",
+            "0.1",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "10",
+            "--accountant",
+            "pld",
+        ],
+        [
+            "calibrate",
+            "--algo",
+            "d2p2sgd",
+            "--eps",
+            "2",
+            "--delta",
+            "1e-5",
+            "--steps",
+            "1e9",
+            "--accountant",
+            "pld",
+        ],
+        ["epsilon", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
+        ["audit", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
+        ["audit", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--samples", "1e12"],
+        [
+            "epsilon",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "1",
+            "--delta",
+            "1e-5",
+            "--schedule-file",
+            FILES["huge-line"],
+        ],
+        [
+            "audit",
+            "--algo",
+            "d2psgd",
+            "--noise-multiplier",
+            "2",
+            "--delta",
+            "1e-5",
+            "--schedule",
+            "exp",
+            "--schedule-rho",
+            "1e6",
+            "--sample-rate",
+            "1",
+            "--steps",
+            "1000",
+        ],
+        ["run", "--algo", "dpsgd", "--problem", "quadratic", "--plot", ""],
+        ["verify", "--list", "--seed", "-1"],
     ],
 )
 def test_known_bad_inputs_keep_the_contract(argv):
     assert run_and_check(argv) < float(TIMEOUT_S) + 20
+
+
+@pytest.mark.parametrize("seconds", ["1e8", "1.0000001e8", "1e10", "1e300"])
+def test_timeout_at_its_overflow_edge(seconds):
+    """--timeout is the last option here (run_and_check would append its own)."""
+    argv = ["epsilon", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--timeout", seconds]
+    rc, out, err, _ = run_cli(argv)
+    check_contract(argv, rc, out, err)
+    assert (rc == 2) == (float(seconds) > 1e8)
+
+
+def test_ascii_terminal_verify_list():
+    run_and_check(["verify", "--list"], encoding="ascii")

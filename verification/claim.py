@@ -187,9 +187,12 @@ class Check:
 
     def run(self, ctx: Context) -> CheckResult:
         """Run the check; an exception becomes an ``inconclusive`` result marked ``crashed``."""
+        from verification.guard import guarded
+
         t0 = time.perf_counter()
         try:
-            out = self.fn(ctx)
+            with guarded():  # print() goes to stderr; sys.exit/os._exit become UserExit (a crash)
+                out = self.fn(ctx)
         except ImportError as exc:
             # a sibling module of the project is missing or half-written: say so, do not guess
             name = getattr(exc, "name", None) or str(exc)
@@ -205,7 +208,9 @@ class Check:
                 seconds=time.perf_counter() - t0,
             )
         except Exception as exc:  # noqa: BLE001 - a crashing check must not stop the others
-            tb = traceback.extract_tb(exc.__traceback__)
+            # a UserExit points at the user's sys.exit / os._exit, not at the guard that caught it
+            src = exc.__context__ if exc.__context__ is not None and type(exc).__name__ == "UserExit" else exc
+            tb = [f for f in traceback.extract_tb(src.__traceback__) if not f.filename.endswith("guard.py")]
             where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
             return self._crashed(ctx, f"{type(exc).__name__}: {exc} (at {where})", t0)
         if not isinstance(out, Outcome) or not isinstance(out.verdict, Verdict):

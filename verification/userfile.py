@@ -66,11 +66,14 @@ def load_claims_file(path: str | Path, *, builtin: Mapping[str, Claim] | None = 
     sys.modules[modname] = module  # dataclasses and pickling look the module up by name
     parent = str(p.resolve().parent)
     sys.path.insert(0, parent)
+    from verification.guard import UserExit, guarded
+
     try:
-        exec(code, module.__dict__)  # noqa: S102 - the user asked to run this file
-    except SystemExit as exc:
+        with guarded():  # print() to stderr; sys.exit / os._exit become UserExit
+            exec(code, module.__dict__)  # noqa: S102 - the user asked to run this file
+    except UserExit as exc:
         sys.modules.pop(modname, None)
-        raise ClaimsFileError(f"'{path}' called exit({exc.code}) while being imported") from None
+        raise ClaimsFileError(f"'{path}': {exc} while being imported") from None
     except Exception as exc:  # noqa: BLE001 - any import-time failure is bad input, reported in one line
         sys.modules.pop(modname, None)
         line = _import_line(exc, str(p))
@@ -90,7 +93,8 @@ def load_claims_file(path: str | Path, *, builtin: Mapping[str, Claim] | None = 
     claims = module.CLAIMS
     if callable(claims) and not isinstance(claims, Claim):
         try:
-            claims = claims()
+            with guarded():
+                claims = claims()
         except Exception as exc:  # noqa: BLE001
             raise ClaimsFileError(
                 f"CLAIMS() in '{path}' raised {type(exc).__name__}: {_one_line(exc)}"

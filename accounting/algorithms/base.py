@@ -29,6 +29,8 @@ from accounting.json_floats import json_float, json_tree
 
 MODES = ("claimed", "certified")
 ACCOUNTANTS = ("rdp", "pld")
+#: The most steps any path accepts (exact in a float; int64 step tables hold it).
+MAX_STEPS = 2**53
 CONVERSIONS = ("improved", "classic")
 PROJECTIONS = ("fresh", "fixed")
 
@@ -375,6 +377,9 @@ class Algorithm:
                 epochs = self._take(p, "epochs", d, assumed)
             epochs = validate.positive("--epochs", epochs)
             steps = max(1, math.ceil(epochs / q - 1e-9))
+        if steps > MAX_STEPS:  # past 2^53 counts are not exact in floats, and int64 tables overflow
+            opt = "--steps" if p.steps is not None else "--epochs"
+            raise InvalidParameter(opt, f"gives {steps:.3g} steps; at most 2^53 (~9e15) are supported")
         return p.with_(sample_rate=q, dataset_size=n, batch_size=b, steps=steps, epochs=None)
 
     def _resolve_specific(

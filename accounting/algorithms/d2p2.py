@@ -168,6 +168,8 @@ class _D2P2Family(Algorithm):
             check_choice("--schedule", sched, tuple(SCHEDULES))
         if p.schedule_rho is not None:
             validate.positive("--schedule-rho", p.schedule_rho)
+            if sched != "exp":  # an option that does nothing is an error (issue 9's rule)
+                raise InvalidParameter("--schedule-rho", f"only applies with --schedule exp (got {sched})")
         p = p.with_(schedule=sched)
         if not self.projected:
             for name in ("projection_dim", "model_dim", "projection", "projection_sigma_max"):
@@ -177,6 +179,8 @@ class _D2P2Family(Algorithm):
                     )
             return p
         d_model = validate.positive_int("--model-dim", self._take(p, "model_dim", d, assumed))
+        if d_model > 2**53:  # a count past 2^53 is not an exact float (the chi-square tails read d, p)
+            raise InvalidParameter("--model-dim", f"must be at most 2^53 (~9e15) (got {d_model:.3g})")
         p_dim = p.projection_dim
         if p_dim is None:
             p_dim = max(1, round(PROJECTION_RATIO * d_model))

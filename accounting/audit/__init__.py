@@ -27,6 +27,8 @@ __all__ = ["AuditResult", "run_audit", "AUDITED_ALGOS"]
 
 #: DiceSGD audits run over at most this many steps (memory: a steps x states transition table).
 DICE_MAX_STEPS = 2000
+#: Monte Carlo trajectories per neighbour at most (the losses are held in memory: 160 MB).
+MAX_SAMPLES = 10**7
 
 AUDITED_ALGOS = ALGO_NAMES  # every algorithm has an audit
 
@@ -64,6 +66,8 @@ def run_audit(
     if p.delta is None:
         raise InvalidParameter("--delta", "is required (a number in (0, 1))")
     samples = validate.positive_int("--samples", samples)
+    if samples > MAX_SAMPLES:  # two float arrays of this length are held (16 bytes a sample)
+        raise InvalidParameter("--samples", f"must be at most {MAX_SAMPLES:.0e} (got {samples:.3g})")
     confidence = validate.open_unit("--confidence", confidence)
     if validate.nonnegative("--seed", seed) != int(seed):
         raise InvalidParameter("--seed", f"must be an integer >= 0 (got {seed!r})")

@@ -227,6 +227,7 @@ def subsampled_gaussian_epsilon_lower(
         root = optimize.brentq(lambda e, p=pmf: p.delta(e) - delta, 0.0, top, xtol=1e-10)
         e = root
         while pmf.delta(e) <= delta and e > 0:
-            e -= 1e-9
+            # step down by at least one ulp: at e ~ 1e8, e - 1e-9 == e and this looped forever
+            e = min(e - 1e-9, float(np.nextafter(e, -np.inf)) - abs(e) * 1e-12)
         best = max(best, max(0.0, e))
     return float(best)

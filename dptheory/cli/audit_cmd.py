@@ -18,6 +18,8 @@ from typing import Any
 
 from dptheory.cli.numbers import DOWN, UP, fmt
 
+DEFAULT_SAMPLES = 20_000
+
 
 def register(sub) -> None:
     from dptheory.cli.numbers import integer, number
@@ -40,11 +42,12 @@ def register(sub) -> None:
     g.add_argument(
         "--samples",
         type=integer,
-        default=20_000,
         metavar="M",
-        help="Monte Carlo trajectories per neighbour (20000)",
+        help="Monte Carlo audits (dicesgd) only: trajectories per neighbour (20000)",
     )
-    g.add_argument("--confidence", type=number, default=0.99, metavar="C", help="confidence level (0.99)")
+    g.add_argument(
+        "--confidence", type=number, metavar="C", help="Monte Carlo audits (dicesgd) only: confidence (0.99)"
+    )
     g.add_argument("--seed", type=integer, default=0, metavar="S", help="random seed (0)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
@@ -56,8 +59,12 @@ def run(args) -> int:
     from accounting.errors import InvalidParameter
     from dptheory.cli.params import emit_warnings, options_from_args, params_from_args
 
-    samples = validate.positive_int("--samples", args.samples)
-    confidence = validate.open_unit("--confidence", args.confidence)
+    given = (("--samples", args.samples), ("--confidence", args.confidence))
+    mc_given = [o for o, v in given if v is not None]
+    if mc_given and args.algo != "dicesgd":  # options that do nothing are errors (issue 9's rule)
+        raise InvalidParameter(mc_given[0], "only applies to Monte Carlo audits (dicesgd); this one is exact")
+    samples = validate.positive_int("--samples", DEFAULT_SAMPLES if args.samples is None else args.samples)
+    confidence = validate.open_unit("--confidence", 0.99 if args.confidence is None else args.confidence)
     seed = validate.nonnegative("--seed", args.seed)
     if seed != int(seed):
         raise InvalidParameter("--seed", f"must be an integer >= 0 (got {args.seed!r})")
@@ -93,6 +100,8 @@ def run(args) -> int:
 
     params = params_from_args(args)
     result = run_audit(params, samples=samples, confidence=confidence, seed=int(seed), progress=True)
+    if mc_given and result.samples is None:
+        raise InvalidParameter(mc_given[0], "does not apply: this instance's audit is exact (no sampling)")
     readings = claimed_by_reading(params) if result.algo == "dicesgd" else None
     emit_warnings(result.warnings)
     if args.json:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -33,13 +34,31 @@ class CommandTimeout(BaseException):
 
 
 EXIT_TIMEOUT = 3
+#: The largest --timeout (about 3 years): setitimer's time_t overflows at 1e10 s.
+MAX_TIMEOUT_S = 1e8
+
+
+#: An error line echoes at most this many characters of any one word (a bad value of 1e7 digits).
+ECHO_CHARS = 80
+_LONG_WORD = re.compile(r"\S{" + str(ECHO_CHARS + 1) + ",}")
+
+
+def shorten(message: str) -> str:
+    """``message`` on one line, each word over :data:`ECHO_CHARS` characters cut to its head and
+    tail with the count left out (so a giant value is still recognisable, never megabytes long)."""
+
+    def cut(m: re.Match) -> str:
+        w = m.group(0)
+        return f"{w[: ECHO_CHARS - 20]}...[{len(w) - ECHO_CHARS + 10} chars]...{w[-10:]}"
+
+    return _LONG_WORD.sub(cut, " ".join(message.splitlines()))
 
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus the error on two lines; we want one line and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {shorten(message)}\n")
         raise SystemExit(2)
 
 
@@ -74,6 +93,8 @@ def _arm_timeout(seconds: float | None) -> None:
     from accounting import validate
 
     seconds = validate.positive("--timeout", seconds)
+    if seconds > MAX_TIMEOUT_S:  # setitimer overflows time_t beyond ~1e9 s on some platforms
+        raise InvalidParameter("--timeout", f"must be at most {MAX_TIMEOUT_S:.0e} s (got {seconds:.3g})")
     deferred = [0]
     armed_in = sys._getframe(1)  # the caller's frame: imports outside it are not ours to wait for
 
@@ -118,7 +139,24 @@ def _version() -> str:
     return f"dptheory {__version__}"
 
 
+def _tolerant_streams() -> None:
+    """Characters the terminal's encoding lacks ('§' under PYTHONIOENCODING=ascii) are escaped,
+    never a UnicodeEncodeError halfway through the output."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a closed or detached stream: nothing to protect
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is None or sys.stdout.closed:  # started with stdout closed: the result would be lost
+        if sys.stderr is not None and not sys.stderr.closed:
+            sys.stderr.write("dptheory: error: standard output is closed; the result would be lost\n")
+        return 2
+    _tolerant_streams()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
@@ -142,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_TIMEOUT
     except InvalidParameter as exc:
-        sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")
+        sys.stderr.write(f"dptheory {args.command}: error: {shorten(str(exc))}\n")
         return 2
     except MissingExtra as exc:
         sys.stderr.write(f"dptheory {args.command}: error: {exc}\n")

@@ -209,6 +209,11 @@ def options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         v = getattr(args, dest, None)
         if v is not None:
             out[dest] = v
+    if out.get("clip_mode") == "automatic" and "grad_bound" not in out:
+        # on the command line the mode only sets the residual bound read with --grad-bound
+        from accounting.errors import InvalidParameter
+
+        raise InvalidParameter("--clip-mode", "automatic only applies with --grad-bound (it sets rho)")
     return out
 
 

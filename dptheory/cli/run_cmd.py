@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameter("--algo", f"must be one of {', '.join(ALGOS)} (got {args.algo!r})")
     if args.problem not in PROBLEMS:
         raise InvalidParameter("--problem", f"must be one of {', '.join(PROBLEMS)} (got {args.problem!r})")
-    if args.plot:
+    if args.plot is not None:  # '' is a bad path, not "no plot"
         runner.check_plot_path(args.plot)
     popts = {"clients": args.clients, "dataset": args.dataset, "d": args.dim, "x0": args.x0}
     for opt, key in (("--clients", "clients"), ("--dataset", "dataset"), ("--dim", "d"), ("--x0", "x0")):
@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         result = runner.run(args.algo, args.problem, problem_options=popts, engine=args.engine, **options)
         report = None
-    if args.plot:
+    if args.plot is not None:
         runner.plot_result(result, args.plot)
     if args.json:
         out = result.to_json()

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from verification import registry
     from verification.engine import run_claims, select
 
+    if args.seed < 0:
+        raise UsageError("--seed", f"must be an integer >= 0 (got {args.seed})")
     user = _load_user_claims(args.claims_file)
     if args.list:
         listed = list(user.values()) if user else list(registry.CLAIMS.values())
