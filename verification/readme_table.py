@@ -47,8 +47,8 @@ FINDINGS: tuple[tuple[str, str], ...] = (
     ),
     (
         "d2p2.thm1",
-        "**D2P2-SGD's Theorem 1 is false for every choice of its constants** under the proof's model "
-        "(each noisy y_k released).",
+        "**D2P2-SGD's Theorem 1 is false for every choice of its constants** for Algorithm 1 as "
+        "written (each noisy y_k released, A_k public), at large ε.",
     ),
     ("d2p2.thm3", "**D2P2-SGD's Theorem 3 fails** on a 1-smooth two-point mixture."),
     ("d2p2.clipping-bias", "**So does Table 4's clipping bias.**"),

@@ -239,18 +239,28 @@ def _render(o: dict) -> str:
         f"dptheory audit-run: {o['algo']} on digits, {o['canaries']} {o['mode']} canaries, "
         f"q = {o['sample_rate']:.4g}, T = {o['steps']}, z = {_up(o['noise_multiplier'])}"
         + ("" if o["noise_scale"] == 1 else f", run adds {o['noise_scale']:g}x the accounted noise"),
-        f"  certified epsilon (delta = {o['delta']:g}):          {_up(o['certified_epsilon'])}",
-        f"  one-run lower bound, Steinke ({pct}):        {_down(o['epsilon_lower'])}",
-        f"  one-run lower bound, f-DP exact curve ({pct}): {_down(o['epsilon_lower_fdp'])}"
-        + ("" if o["fdp_in_family"] else "  (DP-SGD's curve: indicative only for this algorithm)"),
+    ]
+    rows = [
+        (f"certified epsilon (delta = {o['delta']:g})", _up(o["certified_epsilon"])),
+        (f"one-run lower bound, Steinke ({pct})", _down(o["epsilon_lower"])),
+        (
+            f"one-run lower bound, f-DP exact curve ({pct})",
+            _down(o["epsilon_lower_fdp"])
+            + ("" if o["fdp_in_family"] else "  (DP-SGD's curve: indicative only for this algorithm)"),
+        ),
     ]
     if o["ratio"] is not None:
-        lines.append(f"  ratio (best lower bound / certified):        {_down(o['ratio'])}")
+        rows.append(("ratio (best lower bound / certified)", _down(o["ratio"])))
     if o["ideal_epsilon_lower"] is not None:
-        lines.append(
-            f"  same audit on ideal GDP scores of the certified eps:  {_down(o['ideal_epsilon_lower'])}"
-            f" (run / ideal = {_down(o['ratio_to_ideal'])}: quality of the canaries and scores)"
+        rows.append(
+            (
+                "same audit on ideal GDP scores",
+                f"{_down(o['ideal_epsilon_lower'])} (run / ideal = {_down(o['ratio_to_ideal'])}: "
+                "quality of the canaries and scores)",
+            )
         )
+    width = max(len(label) for label, _ in rows) + 2
+    lines += [f"  {label + ':':<{width}}{value}" for label, value in rows]
     if o["dpsgd_epsilon_same_noise"] is not None:
         c = o["dpsgd_epsilon_same_noise"]
         best = max(o["epsilon_lower"], o["epsilon_lower_fdp"])

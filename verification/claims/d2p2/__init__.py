@@ -1,5 +1,5 @@
 """Claims of Jiang, Hasan, Saadati, Balu, Liu, Sarkar, *Balancing utility and privacy: dynamically
-private SGD with random projection* (D2P2-SGD), arXiv 2509.09485 (TMLR 2025).
+private SGD with random projection* (D2P2-SGD), arXiv 2509.09485.
 
 Convention (stated in the paper's proof of Lemma 5): per-sample gradients are normalised to norm
 <= 1, so the summed minibatch gradient has sensitivity 1 and sigma_eps is the noise multiplier of
