@@ -47,7 +47,7 @@ FINDINGS: tuple[tuple[str, str], ...] = (
     ),
     (
         "d2p2.thm1",
-        "**D2P2-SGD's Theorem 1 is false for every choice of its constants** for Algorithm 1 as "
+        "**D2P2-SGD's Theorem 1 is false for every choice of its constants** for the algorithm as "
         "written (each noisy y_k released, A_k public), at large ε.",
     ),
     ("d2p2.thm3", "**D2P2-SGD's Theorem 3 fails** on a 1-smooth two-point mixture."),
