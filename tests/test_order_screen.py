@@ -37,7 +37,7 @@ def _assert_same(full, got) -> None:
     """Equal epsilon to rounding, the same order, edge flag and warnings -- except that the
     screened result never lists orders as dropped that it did not evaluate (they are proven
     non-optimal; module docstring), so only the whole curve's "RDP orders dropped" line may be
-    missing (tests/test_order_screen_review.py checks those orders were never evaluated)."""
+    missing (tests/test_order_screen_random_cases.py checks those orders were never evaluated)."""
     assert_matches_whole_curve(full, got, (full.warnings, without_dropped(full.warnings)))
 
 

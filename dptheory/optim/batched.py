@@ -7,7 +7,7 @@ runs K seeds at once with a leading seed dimension, closed-form per-sample gradi
 
 Bit-for-bit equal to the reference. Each seed's trajectory is the one the reference optimizer
 (``dptheory.optim``, ``kernel='vmap'``) produces for that seed, bit for bit
-(tests/test_fast_runs.py). That holds because:
+(tests/test_toy_runs_bit_equal.py). That holds because:
 
 * the arithmetic is the reference's, op for op, on the same float64 values: elementwise ops are
   correctly rounded whatever the batch shape, and every reduction runs along the same axis with

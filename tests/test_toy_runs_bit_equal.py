@@ -168,7 +168,7 @@ def test_bad_engine_is_refused():
         runner.run("dpsgd", "dicesgd-b1", steps=3, engine="fast")
 
 
-@pytest.mark.slow  # tracing costs seconds; traced == vmap is tests/test_optim_fastpath.py's job
+@pytest.mark.slow  # tracing costs seconds; traced == vmap is tests/test_optim_traced_kernel.py's job
 @pytest.mark.parametrize(
     "algo, kw",
     [

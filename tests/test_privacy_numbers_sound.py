@@ -1,4 +1,4 @@
-"""Regression tests for soundness bugs found in the adversarial review of the privacy numbers."""
+"""Soundness of the privacy numbers at their edges: each case is a bug an adversarial review found, kept as a test."""
 
 from __future__ import annotations
 
