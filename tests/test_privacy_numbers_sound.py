@@ -1,4 +1,5 @@
-"""Soundness of the privacy numbers at their edges: each case is a bug an adversarial review found, kept as a test."""
+"""Soundness of the privacy numbers at their edges: each case is a bug an adversarial review
+found, kept as a test."""
 
 from __future__ import annotations
 

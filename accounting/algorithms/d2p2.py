@@ -168,7 +168,7 @@ class _D2P2Family(Algorithm):
             check_choice("--schedule", sched, tuple(SCHEDULES))
         if p.schedule_rho is not None:
             validate.positive("--schedule-rho", p.schedule_rho)
-            if sched != "exp":  # an option that does nothing is an error (issue 9's rule)
+            if sched != "exp":  # an option that does nothing is an error, not silently ignored
                 raise InvalidParameter("--schedule-rho", f"only applies with --schedule exp (got {sched})")
         p = p.with_(schedule=sched)
         if not self.projected:

@@ -61,7 +61,7 @@ def run(args) -> int:
 
     given = (("--samples", args.samples), ("--confidence", args.confidence))
     mc_given = [o for o, v in given if v is not None]
-    if mc_given and args.algo != "dicesgd":  # options that do nothing are errors (issue 9's rule)
+    if mc_given and args.algo != "dicesgd":  # options that do nothing are errors, not silently ignored
         raise InvalidParameter(mc_given[0], "only applies to Monte Carlo audits (dicesgd); this one is exact")
     samples = validate.positive_int("--samples", DEFAULT_SAMPLES if args.samples is None else args.samples)
     confidence = validate.open_unit("--confidence", 0.99 if args.confidence is None else args.confidence)

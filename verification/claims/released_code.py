@@ -1,4 +1,4 @@
-"""The authors' released code, registered as claims (issue 13 §3).
+"""The authors' released code, registered as claims.
 
 What a repository runs can differ from what its paper states; each claim here is located at a public
 repository and file, read with the project's search tools (no code was copied; the formulas below
@@ -9,7 +9,7 @@ them.
   with z from the plain DP-SGD RDP accountant, shuffled fixed-size batches, and the code's own error
   carry (``_dice_code_rule``), checked at each setting the authors' scripts run.
 * ``clip21.code-noise`` -- sigma_omega = tau sqrt(T ln(1/delta)) / eps, attributed to the authors' code
-  by issue 13's description only: no repository or file was located, so the claim about the code is
+  by a report to this project only: no repository or file was located, so the claim about the code is
   inconclusive; the formula's exact eps is kept as informative evidence, attributed to no one.
 * ``d2p2.code-schedule`` -- github.com/zahid-isu/d2p2sgd (cifar10.py, CIFAR-10): sigma / epoch^(1/4)
   per epoch, which is Table 3's sigma^2/sqrt(k) with k in epochs, against §5's and Theorem 1's
@@ -223,7 +223,7 @@ def clip21_code_domain() -> Domain:
 def _clip21_source_not_located(ctx: Context) -> Outcome:
     return Outcome(
         Verdict.INCONCLUSIVE,
-        "source not located: the formula reached this project through issue 13's description only; no "
+        "source not located: the formula reached this project through a report to this project only; no "
         "repository or file of the Clip21-SGD2M authors' code was found with the project's search tools, so "
         "nothing can be said about what their code runs (the formula's exact eps is reported as informative "
         "evidence about the formula itself)",
@@ -427,8 +427,8 @@ CLAIMS = [
         id="clip21.code-noise",
         paper="clip21",
         location=(
-            "not located: issue 13 attributes the formula to the Clip21-SGD2M authors' code, but no "
-            "repository or file of that code was found with the project's search tools"
+            "not located: a report to this project attributes the formula to the Clip21-SGD2M authors' "
+            "code, but no repository or file of that code was found with the project's search tools"
         ),
         statement="The authors' code sets sigma_omega = tau sqrt(T log(1/delta)) / eps, which makes T rounds "
         "of Clip21-SGD2M local (eps, delta)-DP.",

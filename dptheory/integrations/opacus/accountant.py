@@ -374,7 +374,7 @@ def _register_with_opacus() -> None:
     from that name; without the registration the swap ``privacy_engine.accountant =
     DptheoryAccountant()`` breaks that method.  Opacus >= 1.5.3 has a registry; older releases build
     accountants in ``opacus.accountants.utils.create_accountant``, which is wrapped instead (only the
-    new name is added; every other name is Opacus's as before).
+    new name is added; every other name resolves as in Opacus).
     """
     try:
         from opacus.accountants.registry import register_accountant

@@ -1,7 +1,7 @@
 """Clip21-SGD2M paper: the numbered statements whose formulas the rendering lost.
 
 Theorems 3-7, Corollary 1's utility half, the second part of Theorem 1 and Lemmas 1, 2, 4-19 survive
-only as words around empty slots (arXiv 2502.11682). Issue 8:
+only as words around empty slots (arXiv 2502.11682). The rule:
 register what survives, with its location, and leave the claim ``inconclusive`` with the reason --
 never reconstruct a number and confirm against it. Each claim here therefore has one deciding check
 that returns ``inconclusive`` and quotes the surviving text; ``depends_on`` records the proof chain
@@ -307,7 +307,10 @@ def _claims() -> list[Claim]:
             assumptions=item.assumptions,
             checks=(Check("statement-lost", "empirical", _lost_check(item)),),
             depends_on=item.depends_on,
-            notes="Registered from the surviving words only (issue 8: never reconstruct a lost statement).",
+            notes=(
+                "Registered from the surviving words only (never reconstruct a lost statement and "
+                "confirm against it)."
+            ),
         )
         for item in LOST
     ]

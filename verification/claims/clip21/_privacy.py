@@ -1,7 +1,7 @@
 """Clip21-SGD2M paper: Corollary 1 (local DP by Gaussian mechanism + advanced composition).
 
 The rendering lost Corollary 1's statement; the noise level checked here is a reconstruction from
-the proof's recipe (App. F) and never decides (issue 8).
+the proof's recipe (App. F) and never decides: a reconstruction cannot confirm a lost statement.
 """
 
 from __future__ import annotations
@@ -229,8 +229,7 @@ def _cor1_alt_reading(ctx: Context) -> Outcome:
 # The rendering lost Corollary 1's statement (the noise level and its conditions); what survives is
 # the proof's recipe (Gaussian mechanism, Dwork & Roth Thm 3.22, per round; advanced composition,
 # Thm 3.20 / Cor. 3.21). The noise level is therefore a reconstruction: it is searched under two
-# readings of its domain, and neither may decide (issue 8: never confirm against a reconstructed
-# number).
+# readings of its domain, and neither may decide (never confirm against a reconstructed number).
 
 
 def cor1_violation_ratio(p: dict) -> np.ndarray:

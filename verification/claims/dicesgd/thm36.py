@@ -345,7 +345,7 @@ def thm36_huber_batch(G, c2_over_c1, x0, T, *, c1=1.0, lipschitz=1.0, sigma1=0.0
     (views, no copies).  Beyond a point's horizon its A_t is 0 and its 1 - alpha_e^t is 1 either
     way, and its gradients are finite (|grad| <= G), so the products A_t ||grad||^2 there are 0
     whether or not they are computed: every value is what stepping all points gives.  The noise
-    is drawn for all points at every step, in the same order, as before.
+    is drawn for all points at every step, in the same order as when every point is stepped.
     """
     L = lipschitz
     T_all = np.asarray(T).astype(int)
