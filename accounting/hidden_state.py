@@ -121,9 +121,10 @@ def shift_groups(
 
     # m: first t >= 1 from which u_t is constant (t a >= 2 C2, or t >= cap), at most T - 1
     m = t_all - 1
-    if a > 0.0:
-        m = min(m, max(1, math.ceil(2.0 * c2f / a)))
-    else:
+    ramp = 2.0 * c2f / a if a > 0.0 else math.inf
+    if a > 0.0 and math.isfinite(ramp):  # an infinite ramp (C2 / a past the float range) never ends
+        m = min(m, max(1, math.ceil(ramp)))
+    elif a == 0.0:
         m = 1
     if cap is not None:
         m = min(m, max(1, int(cap)))

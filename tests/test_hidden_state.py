@@ -243,3 +243,15 @@ def test_inclusion_cap_is_valid_and_tighter():
 
     ref = rdp_to_epsilon(subsampled_gaussian_rdp(0.02, 1.0, ORDERS, steps=150), 1e-5).epsilon
     assert r["epsilon"] == pytest.approx(ref, rel=1e-12)
+
+
+def test_shift_groups_with_a_ramp_past_the_float_range():
+    """2 C2 / a overflows to inf (C2 = 1e300, a tiny): the ramp never ends within T, no OverflowError,
+    and every grouped shift is at least the exact one, t a B / C1."""
+    from accounting.hidden_state import shift_groups
+
+    values, counts = shift_groups(steps=10**6, c1=1.0, c2=1e300, batch_size=1e3, grad_bound=1.0 + 1e-15)
+    assert int(counts.sum()) == 10**6
+    ends = np.cumsum(counts) - 1  # the last step t of each group
+    a = ((1.0 + 1e-15) - 1.0) / 1e3
+    assert np.all(values >= ends * a * 1e3 / 1.0 * (1 - 1e-15))
