@@ -16,6 +16,7 @@ from opacus.accountants.utils import get_noise_multiplier  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
+from accounting.errors import InvalidParameter  # noqa: E402
 from dptheory import api  # noqa: E402
 from dptheory.integrations.opacus import DptheoryAccountant, DptheoryPrivacyEngine  # noqa: E402
 
@@ -112,8 +113,10 @@ def test_opacus_make_private_then_get_epsilon():
 
 def test_history_of_a_certified_run_cannot_be_overwritten():
     acc = DptheoryAccountant()
-    acc.step_certified({"algo": "dicesgd", "sample_rate": 0.1}, 2.0)
-    with pytest.raises(ValueError, match="cannot be set"):
+    mech = {"algo": "dicesgd", "sample_rate": 0.1, "dataset_size": 100, "batch_size": 10,
+            "c1": 1.0, "c2": 1.0, "grad_bound": None}  # fmt: skip
+    acc.step_certified(mech, 2.0)
+    with pytest.raises(InvalidParameter, match="cannot be set"):
         acc.history = [(1.0, 0.1, 3)]
 
 

@@ -28,6 +28,7 @@ routes).
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 from accounting.errors import InvalidParameter
@@ -37,17 +38,15 @@ SENSITIVITY = 2.0
 
 
 def _check_z(z: float) -> float:
-    z = float(z)
-    if not (math.isfinite(z) and z > 0):
-        raise InvalidParameter("noise_multiplier", f"must be a finite number > 0 (got {z!r})")
-    return z
+    from accounting import validate
+
+    return validate.positive("noise_multiplier", z)  # a real number: not True, not '1', not None
 
 
 def _check_delta(delta: float) -> float:
-    delta = float(delta)
-    if not (0 < delta < 1):
-        raise InvalidParameter("delta", f"must be in (0, 1) (got {delta!r})")
-    return delta
+    from accounting import validate
+
+    return validate.open_unit("delta", delta)
 
 
 @dataclass
@@ -119,8 +118,28 @@ class LocalDpLedger:
 
     @classmethod
     def from_config(cls, record) -> LocalDpLedger:
-        zs, ks = list(record["z"]), list(record["count"])
-        return cls({float(z): int(k) for z, k in zip(zs, ks, strict=True)})
+        """The ledger :meth:`to_config` wrote.  Entries with the same z compose (their counts add:
+        a dict built from the pairs kept only the last); each z is a finite number > 0 and each
+        count an exact integer >= 1 (2.7 is refused, not truncated; ``True`` is not 1).  Anything
+        else raises :class:`InvalidParameter` naming ``record``."""
+        from accounting import validate
+
+        try:
+            zs, ks = record["z"], record["count"]
+        except (KeyError, TypeError, IndexError):
+            raise InvalidParameter("record", "must map 'z' and 'count' to lists") from None
+        if not all(isinstance(v, list | tuple) for v in (zs, ks)) or len(zs) != len(ks):
+            raise InvalidParameter("record", "'z' and 'count' must be lists of the same length")
+        counts: dict[float, int] = {}
+        for z, k in zip(zs, ks, strict=True):
+            try:
+                z = validate.positive("z", z)
+            except InvalidParameter as err:
+                raise InvalidParameter("record", f"{err.option} {err.message}") from None
+            if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= validate.MAX_COUNT:
+                raise InvalidParameter("record", f"count must be integers in [1, 2**53] (got {k!r:.40})")
+            counts[z] = counts.get(z, 0) + int(k)
+        return cls(counts)
 
 
 def gaussian_mechanism_sigma(sensitivity: float, epsilon: float, delta: float) -> float:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,22 +52,40 @@ METRIC_KEYS = ("dp-epsilon", "dp-messages", "dp-delta", "dp-noise-multiplier", "
 log = logging.getLogger("dptheory.flower")
 
 
-def _positive(name: str, value: Any) -> float | None:
+def _positive(name: str, value: Any, strict: bool = False) -> float | None:
+    """A number > 0, or None.  ``strict`` (constructor arguments, Python): a real number as
+    :func:`accounting.validate.is_real` means it.  Otherwise (run and node config, which may
+    arrive as text) a numeric string is read too; a bool is never a number."""
+    from accounting import validate
+
     if value is None:
         return None
+    if strict or isinstance(value, bool | np.bool_):
+        return validate.positive(name, value)
     try:
         v = float(value)
-    except (TypeError, ValueError):
-        raise InvalidParameter(name, f"must be a number > 0 (got {value!r})") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameter(name, f"must be a number > 0 (got {value!r:.60})") from None
     if not (math.isfinite(v) and v > 0):
-        raise InvalidParameter(name, f"must be a finite number > 0 (got {value!r})")
+        raise InvalidParameter(name, f"must be a finite number > 0 (got {value!r:.60})")
     return v
 
 
-def _delta(name: str, value: Any) -> float | None:
+def _seed(value: Any) -> int | None:
+    """None, or an ``int`` in [0, 2**128) (what ``numpy.random.SeedSequence`` takes whole)."""
     if value is None:
         return None
-    v = _positive(name, value)
+    integral = isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    if not integral or not 0 <= value < 2**128:
+        shown = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a huge int"
+        raise InvalidParameter("seed", f"must be None or an integer in [0, 2**128) (got {shown:.60})")
+    return int(value)
+
+
+def _delta(name: str, value: Any, strict: bool = False) -> float | None:
+    if value is None:
+        return None
+    v = _positive(name, value, strict)
     if not v < 1:
         raise InvalidParameter(name, f"must be in (0, 1) (got {value!r})")
     return v
@@ -95,14 +114,14 @@ class PrivacyLedgerMod:
         payload: str = "update",
         seed: int | None = None,
     ) -> None:
-        self.clipping_norm = _positive("clipping_norm", clipping_norm)
-        self.noise_multiplier = _positive("noise_multiplier", noise_multiplier)
-        self.target_delta = _delta("target_delta", target_delta)
-        self.max_epsilon = _positive("max_epsilon", max_epsilon)
+        self.clipping_norm = _positive("clipping_norm", clipping_norm, strict=True)
+        self.noise_multiplier = _positive("noise_multiplier", noise_multiplier, strict=True)
+        self.target_delta = _delta("target_delta", target_delta, strict=True)
+        self.max_epsilon = _positive("max_epsilon", max_epsilon, strict=True)
         if payload not in PAYLOADS:
             raise InvalidParameter("payload", f"must be one of {', '.join(PAYLOADS)} (got {payload!r})")
         self.payload = payload
-        self.seed = None if seed is None else int(seed)
+        self.seed = _seed(seed)
 
     # -- settings --------------------------------------------------------------------------------
     def settings(self, context: Context) -> tuple[float, float, float, float | None]:

@@ -15,6 +15,7 @@ from opacus.optimizers import DPOptimizer
 from accounting.accountant import RdpAccountant
 from accounting.errors import InvalidParameter
 
+from . import state_checks
 from .d2p2_accounting import d2p2_certified_epsilon
 
 MECHANISM = "dptheory-rdp"
@@ -51,21 +52,19 @@ class DptheoryAccountant(IAccountant):
         (``accountant.history = [(sigma, q, steps)]``): the RDP total is rebuilt from the entries,
         so ``get_epsilon`` always certifies exactly the history it is shown."""
         if self._certified is not None:
-            raise ValueError(
-                f"this accountant certifies a {self._certified['algo']} run; its DP-SGD history cannot be set"
+            raise InvalidParameter(
+                "history",
+                f"this accountant certifies a {self._certified['algo']} run; its DP-SGD history "
+                "cannot be set",
             )
+        runs = state_checks.history_entries("history", entries)  # exact counts: 2.7 is refused, not 2
         fresh = RdpAccountant(self.orders, evaluation=self._rdp.evaluation)
         nonprivate = False
-        runs: list[tuple[float, float, int]] = []
-        for z, q, n in entries:
-            z, q, n = float(z), float(q), int(n)
-            if n < 0:
-                raise ValueError(f"history entry ({z}, {q}, {n}): the count must be >= 0")
+        for z, q, n in runs:
             if z == 0.0:
                 nonprivate = nonprivate or n > 0
             elif n > 0:
                 fresh.step(noise_multiplier=z, sample_rate=q, count=n)
-            runs.append((z, q, n))
         self._rdp, self._nonprivate, self._history = fresh, nonprivate, runs
 
     @classmethod
@@ -97,12 +96,16 @@ class DptheoryAccountant(IAccountant):
             self._history.append((z, q, 1))
 
     def step_certified(self, mechanism: dict[str, Any], noise_multiplier: float) -> None:
-        """One step of a DiceSGD / D2P2 run whose fixed parameters are ``mechanism``."""
+        """One step of a DiceSGD / D2P2 run whose fixed parameters are ``mechanism`` (the dict an
+        optimizer's ``dptheory_mechanism()`` returns; refused with :class:`InvalidParameter` naming
+        ``mechanism`` if a field is missing, unknown or out of range)."""
+        from accounting import validate
+
         if self.history:
             raise ValueError("this accountant already holds DP-SGD steps; use a separate DptheoryAccountant")
-        if self._certified is None:
-            self._certified = dict(mechanism)
-        elif mechanism != self._certified:
+        mechanism = state_checks.mechanism("mechanism", mechanism)
+        z = validate.positive("noise_multiplier", noise_multiplier)
+        if self._certified is not None and mechanism != self._certified:
             changed = sorted(
                 k for k in set(mechanism) | set(self._certified) if mechanism.get(k) != self._certified.get(k)
             )
@@ -110,13 +113,9 @@ class DptheoryAccountant(IAccountant):
                 f"{mechanism.get('algo')} parameters changed during the run ({', '.join(changed)}); the "
                 "certified accountant covers one fixed setting per run"
             )
-        z = float(noise_multiplier)
-        if (
-            self._certified["algo"] == "dicesgd"
-            and self._certified_steps
-            and self._certified_steps[0][0] != z
-        ):
+        if mechanism["algo"] == "dicesgd" and self._certified_steps and self._certified_steps[0][0] != z:
             raise ValueError("DiceSGD's certified accountant needs a constant noise multiplier")
+        self._certified = mechanism
         # The same step also goes to the RDP accountant, never used for epsilon here: a second
         # record of the run that a restore checks certified_steps against (_check_certified).
         self._rdp.step(noise_multiplier=z, sample_rate=float(self._certified["sample_rate"]))
@@ -157,6 +156,8 @@ class DptheoryAccountant(IAccountant):
         from accounting import validate
 
         delta = validate.open_unit("delta", delta)  # also before the inf and 0 answers
+        if method not in ("improved", "classic"):
+            raise InvalidParameter("method", f"must be one of improved, classic (got {method!r:.40})")
         if self._nonprivate:
             return math.inf, math.nan
         if self._certified is None:
@@ -187,6 +188,7 @@ class DptheoryAccountant(IAccountant):
             "certified": None if self._certified is None else dict(self._certified),
             "certified_steps": [list(r) for r in self._certified_steps],
         }
+        out["dptheory"][state_checks.DIGEST] = state_checks.digest(out)
         return out
 
     def load_state_dict(self, state_dict: Any) -> None:
@@ -196,9 +198,12 @@ class DptheoryAccountant(IAccountant):
         What can be recomputed is: the RDP total from its history (``RdpAccountant``), ``nonprivate``
         from the history (a z = 0 step means epsilon = inf whatever the flag says), and a
         DiceSGD / D2P2 run's ``certified_steps`` from the second record kept in the RDP history.
+        The rest (a certified run's mechanism) is sealed by the state's digest
+        (:mod:`.state_checks`): required for a certified run, checked wherever present.
         Anything else inconsistent or malformed is refused with one :class:`InvalidParameter`
         (naming ``state_dict``) and leaves this accountant unchanged.  A state edited
-        consistently everywhere cannot be detected without signing it (docs/api.md)."""
+        consistently everywhere, digest recomputed, cannot be detected without signing it
+        (docs/api.md)."""
         try:
             fresh = self._restored(state_dict)
         except InvalidParameter as err:
@@ -219,6 +224,12 @@ class DptheoryAccountant(IAccountant):
                 "state_dict", "not an accountant state dict (needs 'history' and 'mechanism')"
             )
         history = _history(state_dict["history"])
+        if "dptheory" in state_dict and state_dict["mechanism"] != self.mechanism():
+            # replaying it as an Opacus checkpoint would ignore the contradicting dptheory record
+            raise _bad(
+                f"mechanism {state_dict['mechanism']!r:.80} contradicts its 'dptheory' entry "
+                f"(written by {self.mechanism()!r})"
+            )
         if state_dict["mechanism"] == "rdp":  # Opacus's RDP accountant: replay its history
             fresh = DptheoryAccountant(self.orders)
             for z, q, n in history:
@@ -231,6 +242,7 @@ class DptheoryAccountant(IAccountant):
         own = state_dict.get("dptheory")
         if not isinstance(own, Mapping):
             raise _bad("DptheoryAccountant state dict lacks its 'dptheory' entry")
+        state_checks.check_digest(state_dict, required=own.get("certified") is not None)
         fresh = DptheoryAccountant.__new__(DptheoryAccountant)
         fresh._rdp = RdpAccountant.from_state_dict(own["rdp"])  # refuses an inconsistent stored total
         fresh._history = history  # the attribute: the setter would rebuild the total it is checked against
@@ -242,7 +254,7 @@ class DptheoryAccountant(IAccountant):
         cert = own.get("certified")
         if cert is not None and not isinstance(cert, Mapping):
             raise _bad("'certified' must be a dict or null")
-        fresh._certified = None if cert is None else dict(cert)
+        fresh._certified = None if cert is None else state_checks.mechanism("state_dict", cert)
         fresh._certified_steps = _runs(own.get("certified_steps", []))
         if fresh._certified is None:
             if fresh._certified_steps:
@@ -274,24 +286,9 @@ def _bad(message: str) -> InvalidParameter:
 
 
 def _history(raw: Any) -> list[tuple[float, float, int]]:
-    """Opacus's history ``[(z, q, count), ...]``, validated (z >= 0, q in (0, 1], count >= 1)."""
-    from accounting import validate
-
-    if not isinstance(raw, list | tuple):
-        raise _bad("'history' must be a list of (z, q, count)")
-    out = []
-    for entry in raw:
-        if not isinstance(entry, list | tuple) or len(entry) != 3:
-            raise _bad(f"history entries are (z, q, count) (got {entry!r:.80})")
-        z, q, n = entry
-        out.append(
-            (
-                validate.nonnegative("noise_multiplier", z),
-                validate.rate("sample_rate", q),
-                validate.positive_int("count", n),
-            )
-        )
-    return out
+    """Opacus's history ``[(z, q, count), ...]``, validated (z >= 0, q in (0, 1], count an exact
+    integer >= 1)."""
+    return state_checks.history_entries("state_dict", raw, minimum=1)
 
 
 def _runs(raw: Any) -> list[list[float]]:
@@ -316,9 +313,7 @@ def _check_certified(mech: dict[str, Any], runs: list[list[float]], rdp: RdpAcco
     from accounting import validate
     from accounting.events import SelfComposedEvent, SubsampledGaussianEvent
 
-    if mech.get("algo") not in ("dicesgd", "d2p2sgd", "d2psgd"):
-        raise _bad(f"unknown certified mechanism {mech.get('algo')!r:.40}")
-    q = validate.rate("sample_rate", mech.get("sample_rate"))
+    q = validate.rate("sample_rate", mech["sample_rate"])
     if mech["algo"] == "dicesgd" and len({z for z, _ in runs}) > 1:
         raise InvalidParameter(
             "state_dict", "DiceSGD's certified accountant needs a constant noise multiplier"
