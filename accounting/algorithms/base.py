@@ -362,6 +362,8 @@ class Algorithm:
             raise InvalidParameter("--epochs", "give either --steps or --epochs, not both")
         if self.uses_schedule and p.schedule_values is not None:
             t_file = len(p.schedule_values)
+            if t_file == 0:  # before the step count it would otherwise set to 0
+                raise InvalidParameter("--schedule-file", "contains no values")
             if steps is not None and int(steps) != t_file:
                 raise InvalidParameter(
                     "--steps", f"conflicts with --schedule-file, which has {t_file} per-step values"
