@@ -464,6 +464,12 @@ class Algorithm:
         calibration: Mapping[str, Any] | None = None,
     ) -> PrivacyReport:
         acc_shown = accountant if mode == "certified" or accountant == "pld" else self.claimed_accountant
+        if accountant == "pld" and not math.isfinite(value.epsilon):
+            # sound but useless; the RDP route often stays finite there (e.g. at delta ~ 1e-28)
+            warns = warns + (
+                "the PLD accountant gives no finite epsilon here (inf is a sound but useless bound; "
+                "its discretised tail does not resolve this delta): try --accountant rdp",
+            )
         return PrivacyReport(
             algo=self.name,
             mode=mode,
