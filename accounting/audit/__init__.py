@@ -56,10 +56,9 @@ def run_audit(
 ) -> AuditResult:
     """Audit ``params.algo`` at ``params.noise_multiplier`` and ``params.delta`` (see module doc)."""
     from accounting import validate
+    from accounting.algorithms.base import PrivacyParams
     from accounting.algorithms.registry import get_algorithm
     from accounting.errors import InvalidParameter
-
-    from accounting.algorithms.base import PrivacyParams
 
     if not isinstance(params, PrivacyParams):
         raise InvalidParameter(
