@@ -362,8 +362,12 @@ class Algorithm:
             raise InvalidParameter("--epochs", "give either --steps or --epochs, not both")
         if self.uses_schedule and p.schedule_values is not None:
             t_file = len(p.schedule_values)
-            if t_file == 0:  # before the step count it would otherwise set to 0
+            # the values themselves first: a bad file is the error, not the step count it implies
+            if t_file == 0:
                 raise InvalidParameter("--schedule-file", "contains no values")
+            vals = np.asarray(p.schedule_values, dtype=float)
+            if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+                raise InvalidParameter("--schedule-file", "every per-step value must be a finite number > 0")
             if steps is not None and int(steps) != t_file:
                 raise InvalidParameter(
                     "--steps", f"conflicts with --schedule-file, which has {t_file} per-step values"
