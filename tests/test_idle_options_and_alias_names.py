@@ -137,14 +137,18 @@ def test_pld_inf_warns_towards_rdp_where_rdp_is_finite():
     assert not any("PLD" in w for w in rdp.warnings)
 
 
-def test_huge_exp_rho_raises_no_raw_numpy_warning():
+@pytest.mark.parametrize(
+    "z,q,steps",
+    [(1.0, 0.01, 2000), (0.1, 1.0, 10**9)],  # per-step evaluation; the smooth-schedule bound (T = 1e9)
+)
+def test_huge_exp_rho_raises_no_raw_numpy_warning(z, q, steps):
     """rho = 1e300: the last steps carry no noise, eps = inf; the overflow is handled (inf RDP is
     sound), so it must not surface as numpy's RuntimeWarning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         r = api.epsilon(
-            algo="d2psgd", schedule="exp", schedule_rho=1e300, noise_multiplier=1.0, delta=1e-5,
-            sample_rate=0.01, steps=2000,
+            algo="d2psgd", schedule="exp", schedule_rho=1e300, noise_multiplier=z, delta=1e-5,
+            sample_rate=q, steps=steps,
         )  # fmt: skip
     assert r.epsilon == math.inf
 
