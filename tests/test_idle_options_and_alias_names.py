@@ -10,6 +10,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 import dptheory
@@ -181,3 +182,16 @@ def test_audit_run_ratio_is_the_deciding_bounds():
     assert o["fdp_in_family"] is False
     assert o["ratio"] == pytest.approx(o["epsilon_lower"] / o["certified_epsilon"])
     assert (o["ratio"] > 1) == o["leaks_more_than_accounted"]
+
+
+def test_lemma45_closed_form_at_overflowing_noise_is_no_traceback(capsys):
+    """rho = 1e-300 grows the noise to ~1e299: z^2 overflows, the lemma's a underflows to 0 (it
+    divided by it); the infimum of its closed form is then 0, reached as eta -> inf."""
+    from accounting.algorithms.d2p2 import lemma45_epsilon
+
+    assert lemma45_epsilon(0.01, np.array([1e299]), 1e-5) == (0.0, math.inf)
+    eps, eta = lemma45_epsilon(0.01, np.array([30.0, 1e299]), 1e-5)  # capped by the smaller z
+    assert 0 < eps < math.inf and eta == pytest.approx(30.0**2 * math.log(100.0) / 2)
+    argv = ["audit", "--algo", "d2p2sgd", "--delta", "1e-5", "--noise-multiplier", "0.1", "--steps", "1"]
+    rc = main([*argv, "--schedule", "exp", "--schedule-rho", "1e-300"])
+    assert rc == 0, capsys.readouterr().err
