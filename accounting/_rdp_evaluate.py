@@ -166,8 +166,9 @@ def evaluate_steps(
                 lo = np.where(ok, mid + 1, lo)
                 hi = np.where(act & ~ok, mid, hi)
             prefix = lo
-            ws = np.concatenate([[0.0], np.cumsum(w[rows])])
-            wss = np.concatenate([[0.0], np.cumsum(w[rows] * s[rows])])
+            with np.errstate(over="ignore"):  # an overflowing sum is inf: an infinite (sound) bound
+                ws = np.concatenate([[0.0], np.cumsum(w[rows])])
+                wss = np.concatenate([[0.0], np.cumsum(w[rows] * s[rows])])
             for col in cols:
                 p = int(prefix[col])
                 a = orders[col]

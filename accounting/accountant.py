@@ -201,7 +201,7 @@ class RdpAccountant:
         self._eps_cache.clear()
 
     # ------------------------------------------------------------- reporting
-    @python_names
+    @python_names(**{"--conversion": "method"})
     def get_epsilon_result(self, delta: float, *, method: str = "improved") -> EpsilonResult:
         """Full conversion result (epsilon, optimal order, edge warnings) for ``delta``."""
         delta = validate.open_unit("--delta", delta)
@@ -212,7 +212,7 @@ class RdpAccountant:
             self._eps_cache[key] = res
         return res
 
-    @python_names
+    @python_names(**{"--conversion": "method"})
     def get_epsilon(self, delta: float, method: str = "improved") -> float:
         """Smallest epsilon over the order grid such that the history is (epsilon, delta)-DP."""
         return float(self.get_epsilon_result(delta, method=method).epsilon)

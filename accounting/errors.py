@@ -76,10 +76,33 @@ def respelled(err: InvalidParameter, renames: Mapping[str, str] | None = None) -
     return new
 
 
+#: CLI option -> the Python keywords that stand for it (an alias, or the in-memory form of a file).
+#: The accounting layer only knows the option; a caller who passed the alias (and not the keyword
+#: itself) is told the name they typed.
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "--c1": ("max_grad_norm",),
+    "--conversion": ("method",),
+    "--schedule-file": ("schedule_values",),
+}
+
+
+def _renames_for_call(renames: Mapping[str, str], kwargs: Mapping[str, Any]) -> dict[str, str]:
+    """``renames`` plus each alias the caller used instead of the keyword it stands for."""
+    out = dict(renames)
+    for option, aliases in ALIASES.items():
+        if option in out or kwargs.get(python_name(option)) is not None:
+            continue
+        used = [a for a in aliases if kwargs.get(a) is not None]
+        if used:
+            out[option] = used[0]
+    return out
+
+
 def python_names(fn: Callable[P, R] | None = None, /, **renames: str) -> Any:
     """Decorator for public Python functions: :class:`InvalidParameter` names Python keywords.
 
-    ``@python_names(**{"--steps": "count"})`` maps an option to a differently named keyword."""
+    ``@python_names(**{"--steps": "count"})`` maps an option to a differently named keyword; an
+    alias the caller passed (:data:`ALIASES`, e.g. ``max_grad_norm`` for ``--c1``) is named as typed."""
 
     def wrap(f: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(f)
@@ -89,7 +112,7 @@ def python_names(fn: Callable[P, R] | None = None, /, **renames: str) -> Any:
             except InvalidParameter as err:
                 if _CLI_SPELLING.get() or getattr(err, "_python", False):
                     raise
-                raise respelled(err, renames) from None
+                raise respelled(err, _renames_for_call(renames, kwargs)) from None
 
         return inner
 

@@ -83,8 +83,11 @@ refined sigma grid of :mod:`accounting.rdp` gives 1.3e-3), 6e-6 (inv-sqrt-k, bas
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -305,6 +308,20 @@ def _alpha_chord_cells(orders: np.ndarray, cells: np.ndarray) -> np.ndarray:
     return out
 
 
+# Non-finite intermediate values are expected at extreme schedules (sigma_T ~ 1e-300: 1/sigma^2
+# overflows) and handled: _curve maps every non-finite total to inf (sound) and names the order
+# as dropped.  numpy's RuntimeWarnings about them are noise on stderr, so the entry points run
+# under errstate (a fresh one per call: an errstate instance is not re-entrant).
+def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return fn(*args, **kwargs)
+
+    return inner
+
+
+@_quiet
 def smooth_schedule_rdp(
     name: str,
     sample_rate: float,
@@ -524,6 +541,7 @@ def _refine(
     return np.unique(np.concatenate([g, np.array(extra)]))
 
 
+@_quiet
 def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinct: int | None = None) -> bool:
     """Whether :func:`smooth_schedule_rdp` should replace the per-step evaluation of a schedule.
 

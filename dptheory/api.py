@@ -75,13 +75,18 @@ def build_params(
     ``max_grad_norm`` is Opacus's name for the clip norm ``c1`` (accepted as an alias)."""
     from accounting.algorithms.registry import get_algorithm
 
-    get_algorithm(algo)
+    algorithm = get_algorithm(algo)
     if max_grad_norm is not None:
+        # checked here, under the name the caller typed (the algorithms only know --c1)
         if options.get("c1") is not None and options["c1"] != max_grad_norm:
             raise InvalidParameter(
-                "max_grad_norm", f"is Opacus's name for c1; give one of them (got c1={options['c1']!r})"
+                "--max-grad-norm",
+                f"is Opacus's name for --c1; give one of them (got --c1 {options['c1']!r} and "
+                f"--max-grad-norm {max_grad_norm!r})",
             )
-        options = dict(options, c1=max_grad_norm)
+        if "c1" in algorithm.unused_options:
+            raise InvalidParameter("--max-grad-norm", f"does not apply to --algo {algo}")
+        options = dict(options, c1=validate.positive("--max-grad-norm", max_grad_norm))
     unknown = sorted(set(options) - set(_OPTION_FIELDS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; allowed: {', '.join(_OPTION_FIELDS)}")
@@ -89,7 +94,8 @@ def build_params(
         raise InvalidParameter("--conversion", f"conversion={conversion!r} and method={method!r} disagree")
     conv = conversion or method or "improved"
     if conv not in ("improved", "classic"):
-        raise InvalidParameter("--conversion", f"must be improved or classic (got {conv!r})")
+        named = "--method" if conversion is None and method is not None else "--conversion"
+        raise InvalidParameter(named, f"must be improved or classic (got {conv!r})")
     fields: dict[str, Any] = {k: v for k, v in options.items() if v is not None}
     if delta is not None:
         fields["delta"] = validate.open_unit("--delta", delta)
@@ -147,6 +153,20 @@ def _parse_orders(orders: str | Sequence[float]) -> tuple[float, ...]:
 
 
 DEFAULTS = (None, "paper")
+
+
+def _rdp_only_options(accountant: str, options: dict[str, Any]) -> None:
+    """Options that tune the RDP path do nothing under the PLD accountant: refuse them, naming the
+    one given (a silently ignored option reads as if it had been applied)."""
+    if accountant != "pld":
+        return
+    for key, what in (
+        ("conversion", "the RDP -> (eps, delta) conversion"),
+        ("method", "the RDP -> (eps, delta) conversion"),
+        ("evaluation", "how a schedule's RDP is evaluated"),
+    ):
+        if options.get(key) is not None:
+            raise InvalidParameter(f"--{key}", f"applies only to --accountant rdp ({what}); PLD has none")
 
 
 def _require_explicit_sampling(
@@ -301,6 +321,7 @@ def epsilon(
     from accounting.algorithms.registry import get_algorithm
 
     algorithm = get_algorithm(algo)
+    _rdp_only_options(accountant, options)
     _require_explicit_sampling(algorithm, defaults, options, steps=True)
     if noise_multiplier is None:
         if options.get("schedule_file") is None and options.get("schedule_values") is None:
@@ -436,6 +457,7 @@ def calibrate(
     if target not in TARGETS:
         raise InvalidParameter("--target", f"must be one of {', '.join(TARGETS)} (got {target!r})")
     algorithm = get_algorithm(algo)
+    _rdp_only_options(accountant, options)
     _require_explicit_sampling(algorithm, defaults, options, steps=target == "noise_multiplier")
     extra: list[str] = []
     if target == "noise_multiplier":
@@ -577,6 +599,8 @@ def compare(
         )
     audit_samples = validate.positive_int("--audit-samples", audit_samples)
     audit_confidence = validate.open_unit("--audit-confidence", audit_confidence)
+    if not audit_confidence > 0.5:  # as run_audit's confidence
+        raise InvalidParameter("--audit-confidence", f"must be in (0.5, 1) (got {audit_confidence:g})")
     if validate.nonnegative("--audit-seed", audit_seed) != int(audit_seed):
         raise InvalidParameter("--audit-seed", f"must be an integer >= 0 (got {audit_seed!r})")
     algorithm = get_algorithm(algo)

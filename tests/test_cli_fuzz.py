@@ -142,12 +142,22 @@ def must_reject(argv: list[str]) -> str | None:
                 return f"{opt} past 2^53 steps"
             if v is not None and opt == "--epochs" and v >= 1e300:
                 return "--epochs giving more than 2^53 steps"
+        if _value(argv, "--accountant") == "pld" and "--conversion" in argv:
+            return "--conversion with --accountant pld"
+        if "--max-grad-norm" in argv and "--c1" in argv:
+            if _num(_value(argv, "--max-grad-norm")) != _num(_value(argv, "--c1")):
+                return "--max-grad-norm and a different --c1"
         d = _num(_value(argv, "--model-dim"))
         if d is not None and d > 2.0**53 and _value(argv, "--algo") in ("d2p2sgd", "dp2sgd"):
             return "--model-dim past 2^53"
     if cmd == "audit":
         if _value(argv, "--algo") != "dicesgd" and ("--samples" in argv or "--confidence" in argv):
             return "--samples/--confidence on an exact audit"
+        if _value(argv, "--accountant") == "pld":
+            return "audit --accountant pld (its epsilons are RDP-accounted)"
+        c = _num(_value(argv, "--confidence"))
+        if c is not None and c <= 0.5:
+            return "audit --confidence <= 0.5"
         s = _num(_value(argv, "--samples"))
         if s is not None and s > 1e7:
             return "--samples past 1e7"
@@ -277,6 +287,7 @@ PRIVACY_OPTIONS: dict[str, st.SearchStrategy[list[str]]] = {
     "--steps": num().map(lambda v: ["--steps", v]),
     "--epochs": num().map(lambda v: ["--epochs", v]),
     "--c1": num().map(lambda v: ["--c1", v]),
+    "--max-grad-norm": num().map(lambda v: ["--max-grad-norm", v]),
     "--c2": st.one_of(num(), st.just("auto")).map(lambda v: ["--c2", v]),
     "--grad-bound": num().map(lambda v: ["--grad-bound", v]),
     "--max-noise-ratio": num().map(lambda v: ["--max-noise-ratio", v]),

@@ -362,6 +362,12 @@ class Algorithm:
             raise InvalidParameter("--epochs", "give either --steps or --epochs, not both")
         if self.uses_schedule and p.schedule_values is not None:
             t_file = len(p.schedule_values)
+            # the values themselves first: a bad file is the error, not the step count it implies
+            if t_file == 0:
+                raise InvalidParameter("--schedule-file", "contains no values")
+            vals = np.asarray(p.schedule_values, dtype=float)
+            if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+                raise InvalidParameter("--schedule-file", "every per-step value must be a finite number > 0")
             if steps is not None and int(steps) != t_file:
                 raise InvalidParameter(
                     "--steps", f"conflicts with --schedule-file, which has {t_file} per-step values"
@@ -462,6 +468,12 @@ class Algorithm:
         calibration: Mapping[str, Any] | None = None,
     ) -> PrivacyReport:
         acc_shown = accountant if mode == "certified" or accountant == "pld" else self.claimed_accountant
+        if accountant == "pld" and not math.isfinite(value.epsilon):
+            # sound but useless; the RDP route often stays finite there (e.g. at delta ~ 1e-28)
+            warns = warns + (
+                "the PLD accountant gives no finite epsilon here (inf is a sound but useless bound; "
+                "its discretised tail does not resolve this delta): try --accountant rdp",
+            )
         return PrivacyReport(
             algo=self.name,
             mode=mode,

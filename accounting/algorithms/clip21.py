@@ -83,6 +83,7 @@ class Clip21SGD2M(Algorithm):
     paper = "Islamov et al., arXiv 2502.11682, Alg. 3 / Cor. 1 / App. F"
     subsampled = False
     unused_options = (
+        "evaluation",
         "sample_rate",
         "dataset_size",
         "batch_size",

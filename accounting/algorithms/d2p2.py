@@ -114,13 +114,16 @@ def lemma45_epsilon(
     q = float(sample_rate)
     if q >= 1:
         return math.inf, None
-    a = 7.0 * q * q * float(np.sum(c / z**2))
-    eta_max = float(np.min(z) ** 2 * math.log(1.0 / q) / 2.0)
+    with np.errstate(over="ignore"):  # z ~ 1e300 (rho << 1): z^2 = inf, 1/z^2 = 0, eta_max = inf
+        a = 7.0 * q * q * float(np.sum(c / z**2))
+        eta_max = float(np.min(z) ** 2 * math.log(1.0 / q) / 2.0)
     if eta_max <= 1:
         return math.inf, None
     log_inv_delta = math.log(1.0 / delta)
-    eta = 1.0 + math.sqrt(log_inv_delta / a)
-    eta = min(eta, eta_max)
+    # the minimiser 1 + sqrt(L / a) of a eta + L / (eta - 1), capped at the lemma's range
+    eta = eta_max if a == 0 else min(1.0 + math.sqrt(log_inv_delta / a), eta_max)
+    if not math.isfinite(eta):  # a = 0 and no cap: the closed form's infimum is 0
+        return 0.0, math.inf
     return a * eta + log_inv_delta / (eta - 1.0), eta
 
 

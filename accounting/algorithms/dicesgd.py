@@ -152,6 +152,7 @@ class DiceSGD(Algorithm):
     title = "DiceSGD (clipped error feedback)"
     paper = "Zhang et al., arXiv 2311.14632, Alg. 2"
     unused_options = (
+        "evaluation",
         "schedule",
         "schedule_values",
         "projection_dim",

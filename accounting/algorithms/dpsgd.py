@@ -50,6 +50,7 @@ class DPSGD(Algorithm):
     title = "DP-SGD with gradient clipping (DPSGD-GC)"
     paper = "Zhang et al., arXiv 2311.14632, Alg. 1"
     unused_options = (
+        "evaluation",
         "c2",
         "grad_bound",
         "schedule",

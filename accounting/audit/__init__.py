@@ -56,9 +56,16 @@ def run_audit(
 ) -> AuditResult:
     """Audit ``params.algo`` at ``params.noise_multiplier`` and ``params.delta`` (see module doc)."""
     from accounting import validate
+    from accounting.algorithms.base import PrivacyParams
     from accounting.algorithms.registry import get_algorithm
     from accounting.errors import InvalidParameter
 
+    if not isinstance(params, PrivacyParams):
+        raise InvalidParameter(
+            "params",
+            "must be a PrivacyParams, e.g. dptheory.api.build_params(algo=..., noise_multiplier=..., "
+            f"delta=...) (got {type(params).__name__})",
+        )
     algo = get_algorithm(params.algo)
     p, _assumed, warns = algo.resolve(params)
     if p.noise_multiplier is None:
@@ -69,6 +76,8 @@ def run_audit(
     if samples > MAX_SAMPLES:  # two float arrays of this length are held (16 bytes a sample)
         raise InvalidParameter("--samples", f"must be at most {MAX_SAMPLES:.0e} (got {samples:.3g})")
     confidence = validate.open_unit("--confidence", confidence)
+    if not confidence > 0.5:  # below 1/2 the "lower bound" fails more often than it holds
+        raise InvalidParameter("--confidence", f"must be in (0.5, 1) (got {confidence:g})")
     if validate.nonnegative("--seed", seed) != int(seed):
         raise InvalidParameter("--seed", f"must be an integer >= 0 (got {seed!r})")
     seed = int(seed)

@@ -46,7 +46,10 @@ def register(sub) -> None:
         help="Monte Carlo audits (dicesgd) only: trajectories per neighbour (20000)",
     )
     g.add_argument(
-        "--confidence", type=number, metavar="C", help="Monte Carlo audits (dicesgd) only: confidence (0.99)"
+        "--confidence",
+        type=number,
+        metavar="C",
+        help="Monte Carlo audits (dicesgd) only: confidence in (0.5, 1) (0.99)",
     )
     g.add_argument("--seed", type=integer, default=0, metavar="S", help="random seed (0)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
@@ -63,6 +66,8 @@ def run(args) -> int:
     mc_given = [o for o, v in given if v is not None]
     if mc_given and args.algo != "dicesgd":  # options that do nothing are errors, not silently ignored
         raise InvalidParameter(mc_given[0], "only applies to Monte Carlo audits (dicesgd); this one is exact")
+    if args.accountant != "rdp":  # the audit's claimed/certified epsilons are RDP-accounted
+        raise InvalidParameter("--accountant", "does not apply to audit (its epsilons are RDP-accounted)")
     samples = validate.positive_int("--samples", DEFAULT_SAMPLES if args.samples is None else args.samples)
     confidence = validate.open_unit("--confidence", 0.99 if args.confidence is None else args.confidence)
     seed = validate.nonnegative("--seed", args.seed)

@@ -21,6 +21,7 @@ PARAM_DESTS = (
     "steps",
     "epochs",
     "c1",
+    "max_grad_norm",
     "c2",
     "grad_bound",
     "max_noise_ratio",
@@ -97,12 +98,12 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     g = parser.add_argument_group("DiceSGD / DP-SGD clipping")
     g.add_argument(
         "--c1",
-        "--max-grad-norm",
-        dest="c1",
         type=number,
         metavar="C1",
         help="clipping threshold of per-example gradients (Opacus's max_grad_norm; default 1)",
     )
+    # its own dest (not an alias of --c1), so that giving both is refused instead of the last winning
+    g.add_argument("--max-grad-norm", type=number, metavar="C1", help="the same as --c1 (Opacus's name)")
     g.add_argument(
         "--c2",
         type=_c2,
@@ -197,8 +198,8 @@ def add_privacy_options(parser: argparse.ArgumentParser, *, include_mode: bool =
     g.add_argument(
         "--conversion",
         choices=("improved", "classic"),
-        default="improved",
-        help="RDP -> (eps, delta): improved (default, Balle et al. 2020) or classic (Mironov 2017)",
+        help="RDP -> (eps, delta): improved (default, Balle et al. 2020) or classic (Mironov 2017); "
+        "--accountant rdp only",
     )
 
 
