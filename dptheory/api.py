@@ -231,7 +231,7 @@ def _check_eps(eps: Any) -> float:
     return validate.positive("--eps", eps)
 
 
-def _resolve_auto_c2(
+def resolve_auto_c2(
     algorithm: Any, params: PrivacyParams, *, budget: Callable[[PrivacyParams], float], extra: list[str]
 ) -> PrivacyParams:
     """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2)."""
@@ -331,7 +331,7 @@ def epsilon(
     if params.delta is None:
         raise InvalidParameter("--delta", "is required (a number in (0, 1))")
     extra: list[str] = []
-    params = _resolve_auto_c2(
+    params = resolve_auto_c2(
         algorithm,
         params,
         budget=_budget_at_given_noise,
@@ -340,7 +340,8 @@ def epsilon(
     return _with_extra(algorithm.epsilon(params, mode, accountant), extra)
 
 
-def _default_ratio() -> float:
+def default_max_noise_ratio() -> float:
+    """DiceSGD's default cap on the noise ratio used when ``c2="auto"`` picks C2."""
     from accounting.algorithms.dicesgd import DEFAULT_MAX_NOISE_RATIO
 
     return DEFAULT_MAX_NOISE_RATIO
@@ -348,7 +349,7 @@ def _default_ratio() -> float:
 
 def _budget_at_given_noise(p: PrivacyParams) -> float:
     """``--c2 auto`` at a given z: DiceSGD at z must be at least as private as DP-SGD at z / R."""
-    return p.noise_multiplier / (p.max_noise_ratio or _default_ratio())
+    return p.noise_multiplier / (p.max_noise_ratio or default_max_noise_ratio())
 
 
 def _calibrate_decreasing(
@@ -466,7 +467,7 @@ def calibrate(
         params = build_params(algo=algo, delta=delta, **options)
         if params.delta is None:
             raise InvalidParameter("--delta", "is required (a number in (0, 1))")
-        params = _resolve_auto_c2(algorithm, params, budget=lambda p: _dpsgd_noise_for(p, eps), extra=extra)
+        params = resolve_auto_c2(algorithm, params, budget=lambda p: _dpsgd_noise_for(p, eps), extra=extra)
         p, mode_, label, assumed, warns, fn = algorithm.epsilon_function(params, mode, accountant)
 
         seen: dict[float, Any] = {}  # z -> result: the final report reuses the search's evaluation
@@ -495,7 +496,7 @@ def calibrate(
                 "--eps", f"calibration could not certify eps <= {eps:g} (got {value.epsilon:.6g})"
             )
         info.update(target="noise_multiplier", eps_target=eps)
-        report = algorithm._report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
+        report = algorithm.build_report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
         return _with_extra(report, extra)
 
     # target == "steps"
@@ -532,7 +533,7 @@ def calibrate(
     if not value.epsilon <= eps:
         raise UnreachableTarget("--eps", f"no number of steps reaches eps <= {eps:g}")
     info = {"target": "steps", "eps_target": eps, "iterations": getattr(res, "iterations", None)}
-    report = algorithm._report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
+    report = algorithm.build_report(p, mode_, label, accountant, value, assumed, warns, calibration=info)
     return report
 
 
@@ -664,7 +665,7 @@ def _audit(algorithm, z, delta, options, samples, confidence, seed) -> AuditResu
     options = {k: v for k, v in options.items() if k != "defaults"}
     params = build_params(algo=algorithm.name, delta=delta, noise_multiplier=z, **options)
     extra: list[str] = []
-    params = _resolve_auto_c2(
+    params = resolve_auto_c2(
         algorithm,
         params,
         budget=_budget_at_given_noise,

@@ -134,7 +134,8 @@ MAX_TOTAL_STEPS = 10**8
 MAX_DIM = 4096
 
 
-def _finite(option: str, v: float | None) -> None:
+def check_finite(option: str, v: float | None) -> None:
+    """Refuse a non-finite float option (None passes): one InvalidParameter naming it."""
     if v is not None and (isinstance(v, float) and not math.isfinite(v)):
         raise InvalidParameter(option, f"must be a finite number (got {v!r})")
 
@@ -182,7 +183,7 @@ def check_options(
         ("--eps", eps),
         ("--delta", delta),
     ):
-        _finite(opt, v)
+        check_finite(opt, v)
     # options that belong to another algorithm are errors, not silently ignored
     if c2 is not None and algo != "dicesgd":
         raise InvalidParameter("--c2", "only applies to --algo dicesgd")

@@ -424,7 +424,7 @@ class Algorithm:
             raise InvalidParameter("--delta", "is required (a number in (0, 1))")
         mode, label, mode_warns = self.choose_mode(mode)
         value = self._evaluate(p, mode, accountant)
-        return self._report(p, mode, label, accountant, value, assumed, warns + mode_warns)
+        return self.build_report(p, mode, label, accountant, value, assumed, warns + mode_warns)
 
     def choose_mode(self, mode: str | None) -> tuple[str, str, tuple[str, ...]]:
         """(mode, label, warnings) for a requested mode (None = default)."""
@@ -456,7 +456,7 @@ class Algorithm:
 
         return p, mode, label, assumed, warns + mode_warns, fn
 
-    def _report(
+    def build_report(
         self,
         p: PrivacyParams,
         mode: str,
@@ -467,6 +467,9 @@ class Algorithm:
         warns: tuple[str, ...],
         calibration: Mapping[str, Any] | None = None,
     ) -> PrivacyReport:
+        """The :class:`PrivacyReport` of one evaluation: the resolved parameters ``p``, the mode and
+        its label, the accountant, the value with its order, the defaults ``assumed`` and the
+        warnings; ``calibration`` describes a calibration's search when the value came from one."""
         acc_shown = accountant if mode == "certified" or accountant == "pld" else self.claimed_accountant
         if accountant == "pld" and not math.isfinite(value.epsilon):
             # sound but useless; the RDP route often stays finite there (e.g. at delta ~ 1e-28)

@@ -236,10 +236,10 @@ def params_from_args(args: argparse.Namespace):
             from accounting.errors import InvalidParameter
 
             raise InvalidParameter("--c2", "'auto' needs --noise-multiplier and --delta here")
-        params = api._resolve_auto_c2(
+        params = api.resolve_auto_c2(
             algorithm,
             params,
-            budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or api._default_ratio()),
+            budget=lambda p: p.noise_multiplier / (p.max_noise_ratio or api.default_max_noise_ratio()),
             extra=[],
         )
     resolved, _, _ = algorithm.resolve(params)

@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     if args.clients is not None and args.clients > runner.MAX_DIM:
         raise InvalidParameter("--clients", f"must be at most {runner.MAX_DIM} (got {args.clients})")
     if args.x0 is not None:
-        runner._finite("--x0", args.x0)
+        runner.check_finite("--x0", args.x0)
     options = dict(
         steps=args.steps,
         lr=args.lr,
