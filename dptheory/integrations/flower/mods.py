@@ -43,6 +43,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, 
 from flwr.common.constant import ErrorCode
 
 from accounting.errors import InvalidParameter
+from dptheory.cli.numbers import UP, fmt
 from dptheory.integrations.flower.ledger import LocalDpLedger
 
 LEDGER_STATE = "dptheory-ledger"
@@ -162,7 +163,7 @@ class PrivacyLedgerMod:
         if budget is not None and nxt > budget:
             reason = (
                 f"PrivacyLedgerMod: client {who} stops sending: message {ledger.messages + 1} would raise "
-                f"its certified epsilon from {spent:.6g} to {nxt:.6g} > max-epsilon {budget:g} "
+                f"its certified epsilon from {fmt(spent, UP)} to {fmt(nxt, UP)} > max-epsilon {budget:g} "
                 f"(delta {delta:g}, noise multiplier {z:g})"
             )
             log.warning(reason)

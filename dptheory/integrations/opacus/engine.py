@@ -255,12 +255,14 @@ def _warn_dicesgd_unbounded(report, calibrate, opts: dict[str, Any]):
     alt = dicesgd_hint.trainable_alternative(report, calibrate=calibrate, options=opts)
     if alt is None:
         return report
+    from dptheory.cli.numbers import UP, fmt
+
     r = alt["residual_clip"]
     msg = (
         f"dp_optimizer='dicesgd' without residual_clip or grad_bound: the certified noise multiplier is "
-        f"z = {report.noise_multiplier:.6g} (one example can move the error feedback without bound); "
+        f"z = {fmt(report.noise_multiplier, UP)} (one example can move the error feedback without bound); "
         f"pass residual_clip={r:g} (or grad_bound={alt['grad_bound']:g}) to train at z = "
-        f"{alt['noise_multiplier']:.6g} for the same target"
+        f"{fmt(alt['noise_multiplier'], UP)} for the same target"
         + " (DP-SGD clipped at max_grad_norm + residual_clip, the flush regime)"
         * alt["flush_regime"]
     )
