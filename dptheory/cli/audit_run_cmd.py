@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Any
 
 from accounting.errors import InvalidParameter
@@ -109,37 +108,34 @@ def run(args) -> int:
     _check(args)
     from dptheory.auditing import CanaryScoreAuditor, SubsampledGaussian
     from dptheory.auditing.digits_run import schedule, train_audited
+    from dptheory.cli.progress import bar
 
     n = 1797  # sklearn digits
     q, steps = schedule(n)
     z, certified = _certified(args, q, steps, n, args.noise_multiplier)
-    progress = None
-    if sys.stderr.isatty() and not args.json:
+    with bar(args, desc="audit-run", total=steps, unit=" steps") as steps_bar:
 
-        def progress(t: int, total: int) -> None:
-            sys.stderr.write(f"\rtraining: step {t}/{total}")
+        def progress(t: int, total: int) -> None:  # t steps of `total` done
+            steps_bar.update(t - steps_bar.n)
             if t == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+                steps_bar.set_description_str("audit-run: auditing")
 
-    r = train_audited(
-        algo=args.algo,
-        noise_multiplier=z,
-        canaries=args.canaries,
-        mode=args.mode,
-        noise_scale=args.noise_scale,
-        residual_clip=args.residual_clip,
-        seed=args.seed,
-        progress=progress,
-    )
-    if progress is not None:
-        sys.stderr.write("auditing...\n")
-    auditor = CanaryScoreAuditor(r["in_scores"], r["out_scores"], seed=args.seed)
-    sig = 1.0 - args.confidence
-    lower = auditor.epsilon_one_run(sig, args.delta, one_sided=False)
-    lower_fdp = auditor.epsilon_one_run_fdp(
-        sig, args.delta, one_sided=False, curve=SubsampledGaussian(q, steps)
-    )
+        r = train_audited(
+            algo=args.algo,
+            noise_multiplier=z,
+            canaries=args.canaries,
+            mode=args.mode,
+            noise_scale=args.noise_scale,
+            residual_clip=args.residual_clip,
+            seed=args.seed,
+            progress=None if steps_bar is None else progress,
+        )
+        auditor = CanaryScoreAuditor(r["in_scores"], r["out_scores"], seed=args.seed)
+        sig = 1.0 - args.confidence
+        lower = auditor.epsilon_one_run(sig, args.delta, one_sided=False)
+        lower_fdp = auditor.epsilon_one_run_fdp(
+            sig, args.delta, one_sided=False, curve=SubsampledGaussian(q, steps)
+        )
     ideal = _ideal(args, certified, sig)
     claimed = None
     if args.algo == "dicesgd" and args.residual_clip is None:
