@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from _fuzz_child import run_child
+from _hostile_claims import claims_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -216,17 +217,6 @@ def huge() -> st.SearchStrategy[str]:
     return st.sampled_from(["9" * 100_000, "x" * 100_000, "1e" + "0" * 100_000])
 
 
-_CLAIM_TEMPLATE = """from dptheory.claims import Check, Claim, Outcome, Verdict
-import os, sys
-
-def _check(ctx):
-    {body}
-    return Outcome(Verdict.CONFIRMED, "fine", "trivial", {{}})
-
-{top}
-CLAIMS = [Claim(id="user.fuzz", paper="user", location="here", statement="s", formula="f",
-                assumptions=(), checks=(Check("c", "property", _check),))]
-"""
 #: claims files whose code tries to corrupt the output or the exit status (issue 18)
 HOSTILE_CLAIMS = {
     "sysexit3": ("sys.exit(3)", ""),
@@ -253,7 +243,7 @@ def _files() -> dict[str, str]:
     (d / "huge-line.txt").write_text("1" * 10**7 + "x\n")  # a 10 MB error line before issue 18
     (d / "dir").mkdir()
     for name, (body, top) in HOSTILE_CLAIMS.items():
-        (d / f"claims_{name}.py").write_text(_CLAIM_TEMPLATE.format(body=body, top=top))
+        (d / f"claims_{name}.py").write_text(claims_source(body, top))
     fifo = d / "fifo"
     try:
         os.mkfifo(fifo)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _hostile_claims import claims_source
 
 from accounting import hidden_state as hs
 from accounting.orders import DEFAULT_ORDERS
@@ -272,17 +273,6 @@ def test_closed_stdout_is_an_error_not_a_lost_result():
 
 # --- hostile claims files -----------------------------------------------------------------------
 
-_CLAIM = """from dptheory.claims import Check, Claim, Outcome, Verdict
-import os, sys
-
-def _check(ctx):
-    {body}
-    return Outcome(Verdict.CONFIRMED, "fine", "trivial", {{}})
-
-{top}
-CLAIMS = [Claim(id="user.hostile", paper="user", location="here", statement="s", formula="f",
-                assumptions=(), checks=(Check("c", "property", _check),))]
-"""
 
 
 @pytest.mark.parametrize(
@@ -299,7 +289,7 @@ CLAIMS = [Claim(id="user.hostile", paper="user", location="here", statement="s",
 )
 def test_claims_file_code_cannot_corrupt_output_or_exit_status(tmp_path, body, top, rc_want, crash):
     f = tmp_path / "hostile.py"
-    f.write_text(_CLAIM.format(body=body, top=top))
+    f.write_text(claims_source(body, top))
     r = _dptheory(["verify", "--claims-file", str(f), "--quick", "--json"])
     assert r.returncode == rc_want, r.stderr
     if rc_want == 2:

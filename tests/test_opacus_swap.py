@@ -121,7 +121,8 @@ def test_history_of_a_certified_run_cannot_be_overwritten():
         acc.history = [(1.0, 0.1, 3)]
 
 
-def test_dicesgd_without_residual_clip_warns_with_the_usable_noise():
+def _dicesgd_private(**extra):
+    """DiceSGD through the engine's make_private_with_epsilon: (engine, optimizer, warnings raised)."""
     engine = DptheoryPrivacyEngine()
     model = nn.Linear(5, 3)
     with warnings.catch_warnings(record=True) as caught:
@@ -135,7 +136,13 @@ def test_dicesgd_without_residual_clip_warns_with_the_usable_noise():
             epochs=3,
             max_grad_norm=1.0,
             dp_optimizer="dicesgd",
+            **extra,
         )
+    return engine, opt, caught
+
+
+def test_dicesgd_without_residual_clip_warns_with_the_usable_noise():
+    engine, opt, caught = _dicesgd_private()
     ours = [str(w.message) for w in caught if "residual_clip" in str(w.message)]
     assert len(ours) == 1 and opt.privacy_report.warnings == (ours[0],)
     usable = api.calibrate(
@@ -148,20 +155,6 @@ def test_dicesgd_without_residual_clip_warns_with_the_usable_noise():
 
 
 def test_dicesgd_with_residual_clip_does_not_warn():
-    engine = DptheoryPrivacyEngine()
-    model = nn.Linear(5, 3)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _, opt, _ = engine.make_private_with_epsilon(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=_loader(),
-            target_epsilon=2.0,
-            target_delta=DELTA,
-            epochs=3,
-            max_grad_norm=1.0,
-            dp_optimizer="dicesgd",
-            residual_clip=0.5,
-        )
+    _, opt, caught = _dicesgd_private(residual_clip=0.5)
     assert not [w for w in caught if "residual_clip" in str(w.message)]
     assert opt.privacy_report.warnings == ()
