@@ -266,7 +266,7 @@ def _frac_certify(
 
 #: Fractional orders: absolute rounding allowance added to the series' ``log A``.  The series
 #: sums O(1) terms to ``A = 1 + tiny``, so its error is absolute (a few ulp of 1), not relative;
-#: against 60-digit quadrature (``tests/test_rdp_extremes.py``) it undercuts the true value by
+#: against 60-digit quadrature (``tests/accounting/test_rdp_extremes.py``) it undercuts the true value by
 #: at most 6e-16 where ``log A`` is 1e-6 and by a relative 1e-4 at ``log A`` = 1e-20 (there
 #: the raw series can even be negative).  1e-14 covers that with a 15x margin.
 _FRAC_ROUNDING = 1e-14

@@ -21,7 +21,7 @@ Derivation (every step is standard; references given):
    Dong, Roth & Su 2022, Cor. 1)
    ``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, decreasing in ``eps``.
    It is what dp-accounting's PLD converges to as its discretisation interval goes to 0: its
-   pessimistic PLD is above it and its optimistic one below (tests/test_pld_groups.py checks
+   pessimistic PLD is above it and its optimistic one below (tests/accounting/test_pld_groups.py checks
    the sandwich).
 4. We return an ``eps`` found by bisection at which an *upper estimate* of ``delta(eps)`` is at
    most the target (:func:`accounting.gdp_curve.gdp_delta_upper`: log space, the rounding of
@@ -29,7 +29,7 @@ Derivation (every step is standard; references given):
    ``delta(eps) <= target``: an upper bound on the true epsilon, above it by the bisection width
    (1e-12 relative) plus the widening (at most 3e-8 relative in epsilon on 300 random
    ``(mu, delta)`` over ``mu`` in [1e-12, 1e6], ``delta`` in [1e-300, 1), against 80-digit mpmath;
-   tests/test_gdp_against_mpmath.py asserts 1e-6 over ``mu`` in [1e-12, 1e9]; largest where the two
+   tests/accounting/test_gdp_against_mpmath.py asserts 1e-6 over ``mu`` in [1e-12, 1e9]; largest where the two
    terms nearly cancel, small ``mu``).
 5. ``mu`` itself (:func:`gaussian_mu`) is computed by exact scaling and ``math.fsum`` and
    rounded up, so that it is never below the exact ``sqrt(sum count_i (Delta_i/sigma_i)^2)``.

@@ -46,8 +46,8 @@ Gaussian steps), ``f(alpha) = (alpha - 1) R(alpha) = log E_Q[(dP/dQ)^alpha]``.
 
 Soundness does not depend on any of this: the reported epsilon is the conversion of exactly
 evaluated orders, hence an upper bound whatever ``L`` is.  Equality with the full curve (the
-same value to rounding, the same order) is what 2-4 buy, and what ``tests/test_order_screen.py``
-and ``tests/test_order_screen_random_cases.py`` check over random schedules, deltas and grids.
+same value to rounding, the same order) is what 2-4 buy, and what ``tests/accounting/test_order_screen.py``
+and ``tests/accounting/test_order_screen_random_cases.py`` check over random schedules, deltas and grids.
 
 5. What the screened result states.  ``L`` and the floor bound the *true* RDP ``R`` (1-2 use
    only convexity and monotonicity of the true quantity; 3 only computed values that bracket

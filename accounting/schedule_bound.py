@@ -78,7 +78,7 @@ T = 2344, delta = 1e-5, default settings, ~0.1 s each from a cold cache): epsilo
 per-step evaluation by 7e-5 relative (inv-sqrt-k, base 3/1.05128, the D2P2 defaults; the
 refined sigma grid of :mod:`accounting.rdp` gives 1.3e-3), 6e-6 (inv-sqrt-k, base 11.23),
 9e-5 (inv-k, base 30), 9e-5 (exp, rho 2, base 1); tested in
-``tests/test_schedule_integral_bound.py``.
+``tests/accounting/test_schedule_integral_bound.py``.
 """
 
 from __future__ import annotations

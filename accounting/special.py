@@ -5,7 +5,7 @@ Why: ``import scipy.special`` pulls scipy's array-API layer (``numpy.f2py``, ``n
 ``dptheory calibrate``.  The RDP code needs only these three functions.
 
 Numerics (soundness: the RDP code's rounding allowances were set with scipy's values, so these
-must be as accurate).  ``tests/test_special.py`` checks both libraries against 40-digit mpmath
+must be as accurate).  ``tests/accounting/test_special.py`` checks both libraries against 40-digit mpmath
 over the whole range the RDP code uses, extremes included, and that the RDP curves computed
 with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._log_a_frac._FRAC_ROUNDING``):
 
@@ -31,7 +31,7 @@ with either agree to 1e-15 in the per-step ``log A`` (a tenth of ``accounting._l
   the argument alone: arrays of at most :data:`NDTR_LOOP_MAX` elements (every call a static
   calibration makes, ~67 000 at most) take the loop, larger ones scipy's vectorised
   ``log_ndtr``, imported then.  The two agree to ~1e-14 relative (both within a few ulp of the
-  true value, ``tests/test_special.py``), far inside the RDP code's rounding allowances; since the
+  true value, ``tests/accounting/test_special.py``), far inside the RDP code's rounding allowances; since the
   choice depends on the input only, the same call returns the same bits in every process,
   whatever ran before it.  No state is kept: thread-safe.
 """

@@ -13,7 +13,7 @@ checkpoint recomputes the same curve however the steps were batched while traini
   ``GRID_RATIO ** (1 / 2**k)`` at the finest level ``k <= GRID_MAX_LEVEL`` whose grid needs at
   most a quarter (:data:`GRID_REFINE_SHARE`) as many points as there are noise values
   (:func:`grid_level`): a narrow sigma range with many steps gets a fine grid.  Measured excess
-  over exact (tests/test_gdp_against_mpmath.py re-measures the linear case; each a whole history, one
+  over exact (tests/accounting/test_gdp_against_mpmath.py re-measures the linear case; each a whole history, one
   flush): 0.29% on the 2000-step inv-k benchmark (z_k = 30/sqrt k, q = 0.01); 0.15% for linear
   sigma 0.417 -> 0.364 (q = 0.035, T = 504) and for exp z = 1.5, rho = 2 (q = 0.004, T = 3000);
   the worst seen is 1.06% for sigma_k = k^-1/4 (q = 0.01, T = 2000: sigma down to 0.15,

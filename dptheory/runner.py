@@ -350,7 +350,7 @@ def check_one_projected_tensor(s: RunSettings, prob: Any) -> None:
     and is driven by the *smallest* layer, while :func:`accounting_options` describes one
     whole-model projection (``model_dim``, ``projection_dim``), which would understate epsilon
     for a model with small layers. Every problem of dptheory.problems has one tensor ``x``
-    (tests/test_batch_size_public.py checks it), where both readings coincide; a new problem with
+    (tests/api/test_batch_size_public.py checks it), where both readings coincide; a new problem with
     several tensors must first get per-layer accounting here (as dptheory.integrations.opacus has).
     """
     if s.algo in ("d2p2sgd", "dp2sgd") and s.projection != "none" and len(prob.x0) > 1:

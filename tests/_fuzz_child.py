@@ -1,4 +1,4 @@
-"""The child side of tests/test_cli_fuzz.py's harness, in its own module.
+"""The child side of tests/cli/test_cli_fuzz.py's harness, in its own module.
 
 A forkserver child imports the module that defines its target. Kept apart from the test module so
 that a child does not re-run the test module's import-time set-up (it builds temporary files).

@@ -11,7 +11,7 @@ verdict is ever stored. The combination rule is deliberately simple so a reader 
 
 Every claim that can be confirmed declares what a confirmation rests on (``basis``, one of
 :data:`BASES`): an adversarial ``search`` over the stated domain that could have failed (the only
-kind counted as "confirmed" in headlines; ``tests/test_mutation.py`` checks that each such search
+kind counted as "confirmed" in headlines; ``tests/verification/test_mutation.py`` checks that each such search
 refutes the claim once its constant is tightened by 10%), a ``definition`` (true by definition or
 by algebra, derivation in the claim), or an ``implementation`` check (our code against our code).
 A refutation that holds only at a degenerate edge of the stated domain (e.g. delta -> 1) carries

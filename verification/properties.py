@@ -2,7 +2,7 @@
 
 Every function here computes one side of a paper's formula or the exact quantity it is
 compared with. They are small and independent so that a reviewer can test each on its own;
-``tests/test_claims_properties.py`` runs hypothesis on them.
+``tests/verification/test_claims_properties.py`` runs hypothesis on them.
 
 numpy/scipy only at import; mpmath (shipped with sympy) and hypothesis are imported lazily.
 """

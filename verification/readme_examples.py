@@ -11,7 +11,7 @@ Each example runs in a fresh process (what a user sees, not the state of a test 
 empty temporary directory so that nothing is written into the repository. Timings (``12.3s``)
 are masked before comparing. Without ``--write`` the command reports the examples that differ
 (exit 1); with it, their outputs are rewritten in place (atomically), which is how the README is
-refreshed after a change to what a command prints. ``tests/test_readme_examples.py`` fails when
+refreshed after a change to what a command prints. ``tests/project/test_readme_examples.py`` fails when
 they drift.
 """
 

@@ -12,7 +12,7 @@ findings come from the verdict table already in V. Files are written atomically.
 Both tables come from a run of every check, never typed by hand: a finding's wording
 (:data:`FINDINGS`) carries no measured number, its verdict and evidence are the verdict table's
 cells for that claim, so the README and ``docs/verdicts.md`` cannot disagree
-(``tests/test_readme_examples.py`` checks it).
+(``tests/project/test_readme_examples.py`` checks it).
 """
 
 from __future__ import annotations

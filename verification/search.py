@@ -44,7 +44,7 @@ def mutated(tighten: float = 0.1) -> Iterator[list[SearchResult]]:
 
     Every ratio is LHS/RHS of the statement, so tightening its constant (RHS -> (1 - tighten) RHS)
     divides every ratio by ``1 - tighten``. Yields the list of the searches run meanwhile: a search
-    with power to find a counterexample refutes the mutant (``tests/test_mutation.py``).
+    with power to find a counterexample refutes the mutant (``tests/verification/test_mutation.py``).
     """
     results: list[SearchResult] = []
     token = _MUTATION.set((1.0 / (1.0 - tighten), results))
@@ -253,7 +253,7 @@ def adversarial_search(
     from scipy.optimize import differential_evolution
 
     mutation = _MUTATION.get()
-    if mutation is not None:  # a mutated statement (tests/test_mutation.py): every ratio scaled
+    if mutation is not None:  # a mutated statement (tests/verification/test_mutation.py): every ratio scaled
         ratio = _scaled(ratio, mutation[0])
     k = len(domain.params)
     rng = np.random.default_rng(seed)

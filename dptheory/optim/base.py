@@ -10,7 +10,7 @@ owned by the optimizer, so a run is a pure function of its seed on CPU.
 Speed: on small models torch.func's per-op dispatch, not arithmetic, dominates a step. Long
 runs therefore replay the per-sample kernel (gradients + norms + clip factors + weighted sums)
 as a traced graph of the same aten ops (:class:`TracedKernel`, ``kernel='auto'``); the numbers
-are those of the vmap path (checked when tracing, and in tests/test_optim_traced_kernel.py).
+are those of the vmap path (checked when tracing, and in tests/optim/test_optim_traced_kernel.py).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def per_sample_norms(grads: Params) -> Tensor:
 #: a BLAS tensordot. Why: BLAS dot/gemv kernels fuse multiply-adds and pick their accumulation
 #: order by shape, so a seed-batched run (dptheory.optim.batched) could not reproduce them bit for
 #: bit; an elementwise product followed by torch's reduction gives the same bits per row however
-#: many seeds are stacked (tests/test_toy_runs_bit_equal.py). Larger tensors keep tensordot (speed).
+#: many seeds are stacked (tests/optim/test_toy_runs_bit_equal.py). Larger tensors keep tensordot (speed).
 ELEMENTWISE_SUM_MAX = 64
 
 
@@ -193,7 +193,7 @@ class TracedKernel:
     at every step; on small models that overhead, not arithmetic, dominates (profile in
     benchmarks/README.md). ``make_fx`` records the aten ops that torch.func emits *below* those
     layers, so replaying the graph runs the same kernels on the same shapes: the numbers are
-    the eager numbers (checked at trace time, and in tests/test_optim_traced_kernel.py).
+    the eager numbers (checked at trace time, and in tests/optim/test_optim_traced_kernel.py).
 
     The batch size is the only symbolic dimension (every other shape is fixed for a run; a
     different signature falls back to eager), so Poisson batches of any size reuse one graph.

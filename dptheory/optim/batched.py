@@ -7,7 +7,7 @@ runs K seeds at once with a leading seed dimension, closed-form per-sample gradi
 
 Bit-for-bit equal to the reference. Each seed's trajectory is the one the reference optimizer
 (``dptheory.optim``, ``kernel='vmap'``) produces for that seed, bit for bit
-(tests/test_toy_runs_bit_equal.py). That holds because:
+(tests/optim/test_toy_runs_bit_equal.py). That holds because:
 
 * the arithmetic is the reference's, op for op, on the same float64 values: elementwise ops are
   correctly rounded whatever the batch shape, and every reduction runs along the same axis with
@@ -319,7 +319,7 @@ def _run_projected(
     """D2P2-SGD / DP2-SGD with a random projection, for one coordinate (d = p = 1, the scope of
     :func:`dp_unsupported_reason`). There the reference's ``A^T g`` and ``A proj`` are (1, 1)
     matrix-vector products: one product each, correctly rounded, hence ``a * g`` and ``a * proj``
-    bit for bit (tests/test_batched_sampled.py)."""
+    bit for bit (tests/optim/test_batched_sampled.py)."""
     assert a_of is not None and x.shape[1] == 1
     o0 = opts[0]
     lr, gamma, inv_b = o0.lr, o0.gamma, 1.0 / o0.expected_batch_size

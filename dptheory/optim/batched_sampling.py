@@ -19,7 +19,7 @@ bits once n reaches the vector width. :class:`BatchSums` instead gathers, per st
 selected rows in the reference's order and groups the seeds by batch size b: a group is one
 contiguous (K_b, b, d) tensor reduced along dim 1, row by row the reduction the reference runs on
 its (b, d) batch -- the per-row identity the full-batch path already rests on
-(tests/test_toy_runs_bit_equal.py); tests/test_batched_sampled.py checks the iterates bit for bit.
+(tests/optim/test_toy_runs_bit_equal.py); tests/optim/test_batched_sampled.py checks the iterates bit for bit.
 """
 
 from __future__ import annotations

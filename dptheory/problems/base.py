@@ -82,7 +82,7 @@ class Problem:
     #: Closed forms, where the problem has them: ``x (..., d) -> (..., N, d)`` per-sample gradients
     #: and ``x (..., d) -> (..., N)`` per-sample losses, batched over any leading dimensions (seeds,
     #: recorded steps), float64. They must equal ``torch.func`` on ``loss_fn`` bit for bit
-    #: (tests/test_toy_runs_bit_equal.py); the seed-batched runner (dptheory.optim.batched) needs them.
+    #: (tests/optim/test_toy_runs_bit_equal.py); the seed-batched runner (dptheory.optim.batched) needs them.
     grads_closed_form: Callable[[Tensor], Tensor] | None = None
     losses_closed_form: Callable[[Tensor], Tensor] | None = None
 

@@ -1,7 +1,7 @@
 """The known counterexamples of the three papers, as data and as ``hypothesis.example`` decorators.
 
 Each entry is a point inside the paper's stated domain where the claim fails, found by the
-adversarial search or the audits and replayed exactly (``tests/test_counterexamples.py``). A
+adversarial search or the audits and replayed exactly (``tests/verification/test_counterexamples.py``). A
 user's property test can pin them so they are always tried first::
 
     from dptheory.testing.counterexamples import known_counterexample

@@ -24,7 +24,7 @@ Accountant
       larger per order (Opacus's value equals 40-digit quadrature there); at z = 1.1, q = 0.01,
       T = 1000, 4e-8 relative on epsilon. So ours can exceed Opacus's number only when Opacus's
       optimum is a fractional order, and only by this gap: the price of a certified bound, not a
-      different mechanism (tests/test_opacus_integration.py checks both sides against quadrature).
+      different mechanism (tests/integrations/test_opacus_integration.py checks both sides against quadrature).
     * Order grid: ours is :data:`accounting.orders.DEFAULT_ORDERS`, a strict superset of Opacus's
       ``DEFAULT_ALPHAS`` (1.1..10.9 and 12..63) that adds 11 and large orders up to 2048; with an
       integer optimum ours is never larger, and smaller when the optimum lies above 63 (small

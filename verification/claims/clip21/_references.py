@@ -7,7 +7,7 @@ Heterogeneous quadratic clients, Polyak's heavy ball and Clip21-GD, written with
 at once (``all_at``) with one stacked matrix product: the adversarial searches run thousands of
 60-round recurrences, where n separate small products per round cost most of the time. The
 stacked product multiplies each client's own matrix and vector exactly as ``a @ (x - b)`` does
-(tests/test_clip21_references.py checks bit equality), so the searches report the same numbers.
+(tests/verification/test_clip21_references.py checks bit equality), so the searches report the same numbers.
 """
 
 from __future__ import annotations
