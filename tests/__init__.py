@@ -1,1 +1,1 @@
-"""dptheory test suite, mirroring the packages (accounting, verification, optim, cli, integrations, api, project)."""
+"""The test suite, one folder per layer of the package (see docs/architecture.md)."""

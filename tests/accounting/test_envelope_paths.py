@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests._hostile_claims import claims_source
 
 from accounting import hidden_state as hs
 from accounting.orders import DEFAULT_ORDERS
 from dptheory.cli.main import main
+from tests._hostile_claims import claims_source
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -49,8 +49,9 @@ def test_closed_form_between_optimistic_and_pessimistic_pld(z, sens, count, log_
 @example(log_mu=math.log10(6.32e-11), log_delta=-300.0)  # F1: tiny mu and delta
 def test_epsilon_satisfies_delta_and_is_tight(log_mu, log_delta) -> None:
     """The upper estimate of delta holds at eps, and the certified *lower* estimate exceeds delta
-    just below it, so the true epsilon is within 1e-6 relative (tests/accounting/test_gdp_against_mpmath.py checks
-    both estimates against an independent mpmath reference)."""
+    just below it, so the true epsilon is within 1e-6 relative
+    (tests/accounting/test_gdp_against_mpmath.py checks both estimates against an independent mpmath
+    reference)."""
     mu, delta = 10.0**log_mu, 10.0**log_delta
     eps = gdp_epsilon(mu, delta)
     assert 0 <= eps < math.inf

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests._screen_checks import assert_matches_whole_curve, without_dropped
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from accounting.order_screen import (
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from accounting.rdp import subsampled_gaussian_rdp
 from accounting.schedules import SCHEDULES, noise_multipliers
+from tests._screen_checks import assert_matches_whole_curve, without_dropped
 
 
 def _assert_same(full, got) -> None:

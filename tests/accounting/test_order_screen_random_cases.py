@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests._screen_checks import REL as _REL
-from tests._screen_checks import assert_matches_whole_curve, without_dropped
 
 import accounting.order_screen as screen
 from accounting.conversion import EpsilonResult, rdp_to_epsilon
@@ -15,6 +13,8 @@ from accounting.events import ScheduleEvent, SelfComposedEvent, SubsampledGaussi
 from accounting.order_screen import event_epsilon, event_floor, screened_epsilon
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
 from accounting.validate import InvalidParameter
+from tests._screen_checks import REL as _REL
+from tests._screen_checks import assert_matches_whole_curve, without_dropped
 
 _REAL_LOWER_RDP = screen.lower_rdp
 _NEAR_ONE = np.concatenate([[1.001, 1.005, 1.01, 1.02], DP_ACCOUNTING_ORDERS])

@@ -26,10 +26,11 @@ import time
 from pathlib import Path
 
 import pytest
-from tests._fuzz_child import run_child
-from tests._hostile_claims import claims_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests._fuzz_child import run_child
+from tests._hostile_claims import claims_source
 
 HANG_S = 40.0
 TIMEOUT_S = "2"  # default suite: a shorter --timeout keeps the runs that hit it cheap (exit 3 is in contract)

@@ -16,8 +16,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # slow: about 10 s of CPU (three trainings with their calibrations). The default run keeps the parts it
-# is built from: tests/integrations/test_opacus_integration.py (make_private_with_epsilon certified, the DiceSGD and
-# D2P2 optimizers equal to their references) and the calibration tests.
+# is built from: tests/integrations/test_opacus_integration.py (make_private_with_epsilon
+# certified, the DiceSGD and D2P2 optimizers equal to their references) and the calibration tests.
 @pytest.mark.slow
 def test_opacus_digits_quick(tmp_path, capsys):
     main = runpy.run_path(str(ROOT / "examples" / "opacus_digits.py"))["main"]

@@ -184,8 +184,8 @@ PINNED = {
     "d2p2.lemma4": Verdict.REFUTED,  # 'only if' fails (RDP conversion is not tight)
     "d2p2.projection-postprocessing": Verdict.REFUTED,  # projection precedes the noise
     "clip21.thm1": Verdict.INCONCLUSIVE,  # conclusion lost in the rendering; the witness is informative
-    "d2p2.lemma5": Verdict.REFUTED,  # small sigma, tiny q (tests/verification/test_counterexamples.py)
-    "dicesgd.thm3.6": Verdict.REFUTED,  # gradient bound far above C1 + C2 (tests/verification/test_counterexamples.py)
+    "d2p2.lemma5": Verdict.REFUTED,  # small sigma, tiny q (test_counterexamples)
+    "dicesgd.thm3.6": Verdict.REFUTED,  # gradient bound far above C1 + C2 (test_counterexamples)
     "dicesgd.cor3.8": Verdict.REFUTED,  # its privacy half, checked directly at its own T and sigma1
     "clip21.thm2": Verdict.INCONCLUSIVE,  # its only check cannot return refuted: informative
 }
