@@ -181,7 +181,7 @@ def test_conservation_law_along_simulated_histories(dim, t, seed, c2, a):
     q=st.floats(0.03, 0.1),
     steps=st.integers(12, 30),
     g=st.floats(2.0, 12.0),
-    c2_share=st.floats(0.3, 0.8),
+    c2_share=st.floats(0.3, 0.6),  # the storage design applies on the whole box (corners checked)
     log_z=st.floats(math.log(5.0), math.log(300.0)),
 )
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -294,7 +294,15 @@ def test_switch_takes_the_minimum_and_never_raises(kw, monkeypatch):
         assert on_.epsilon == min(off.epsilon, cons)
 
 
-@pytest.mark.parametrize("g, c2", [(1.25, 0.5), (1.25, 1.0), (1.25, 2.0), (1.5, 1.0), (1.5, 2.0), (2.0, 2.0)])
+@pytest.mark.parametrize(
+    "g, c2",
+    [
+        (1.25, 0.5),
+        *(pytest.param(g, c2, marks=pytest.mark.slow) for g, c2 in [(1.25, 1.0), (1.25, 2.0), (1.5, 2.0)]),
+        (1.5, 1.0),
+        (2.0, 2.0),
+    ],
+)
 def test_flush_cells_unchanged(g, c2, monkeypatch):
     """In the flush cells the certified z is DP-SGD's at clip G (~1.3-2); there the conservation bound,
     which charges every inclusion as an unamplified Gaussian release, is far larger: the minimum is
