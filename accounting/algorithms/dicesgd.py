@@ -26,7 +26,9 @@ claimed -- Theorem 3.7 read literally
 
 certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
-    docs/hidden-state.md), converted to (eps, delta).
+    docs/hidden-state.md), converted to (eps, delta); with a residual bound also the flush and
+    inclusion-cap regimes, and, only while ``accounting.hidden_state_conservation.ENABLED`` is on,
+    the conservation-law bound. The smallest is reported (:meth:`DiceSGD._epsilon_certified`).
 """
 
 from __future__ import annotations
