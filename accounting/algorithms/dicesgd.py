@@ -26,7 +26,9 @@ claimed -- Theorem 3.7 read literally
 
 certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
-    docs/hidden-state.md), converted to (eps, delta).
+    docs/hidden-state.md), converted to (eps, delta); with a residual bound also the flush and
+    inclusion-cap regimes, and, only while ``accounting.hidden_state_conservation.ENABLED`` is on,
+    the conservation-law bound. The smallest is reported (:meth:`DiceSGD._epsilon_certified`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from accounting.algorithms.base import (
     check_choice,
     curve_epsilon,
     orders_of,
+    result_epsilon,
 )
 from accounting.errors import InvalidParameter
 
@@ -241,9 +244,13 @@ class DiceSGD(Algorithm):
         Candidates: ``flush`` (DP-SGD at ``z C1/(C1 + rho)`` on the event E, plus P(E^c) in delta;
         needs rho, i.e. a gradient bound or a residual clip, and P(E^c) < delta), ``hidden-state-rdp``
         (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
-        improved conversion). Each is a valid (eps, delta) statement, so their minimum is too.
+        improved conversion), and ``conservation`` (rho known and the switch
+        ``accounting.hidden_state_conservation.ENABLED`` on; docs/hidden-state.md, K1-K7). Each is a
+        valid (eps, delta) statement, so their minimum is too, and calibration, which bisects this
+        function, uses the same minimum.
         """
         from accounting import hidden_state as hs
+        from accounting import hidden_state_conservation as hsc
 
         if accountant == "pld":
             raise InvalidParameter(
@@ -323,6 +330,23 @@ class DiceSGD(Algorithm):
             }
             if flush["epsilon"] < best[1]:
                 best = ("flush", flush["epsilon"], flush["order"], flush["warnings"])
+        if hsc.ENABLED and rho is not None:
+            # an RDP curve valid for every conversion and the full delta; independent of C2
+            cons = result_epsilon(
+                hsc.conservation_epsilon(
+                    delta=p.delta,
+                    sample_rate=p.sample_rate,
+                    noise_multiplier=p.noise_multiplier,
+                    steps=p.steps,
+                    c1=p.c1,
+                    rho=rho,
+                    orders=orders,
+                    conversion=p.conversion,
+                )
+            )
+            regimes["conservation"] = cons.epsilon
+            if cons.epsilon < best[1]:
+                best = ("conservation", cons.epsilon, cons.order, cons.warnings)
         regime, eps, order, warns = best
         details["regime"] = regime
         if regime == "flush":
@@ -334,6 +358,13 @@ class DiceSGD(Algorithm):
                 f"{_p_fail_text(flush)} (docs/hidden-state.md)",
             )
         else:
+            if regime == "conservation":
+                note = (
+                    "certified (conservation): what clip(e, C2) releases is removed from the hidden "
+                    "difference, so n inclusions shift the releases by a total squared norm <= "
+                    "(sqrt(n) C1/B + n rho/B)^2; averaged over n ~ Bin(T, q) "
+                    "(accounting.hidden_state_conservation, docs/hidden-state.md K1-K7)",
+                )
             if regime == "inclusion-cap":
                 note = note + (
                     f"inclusion cap k = {details['inclusion_cap']['k']}: RDP at delta = {0.9 * p.delta:.3g} "

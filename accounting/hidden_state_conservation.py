@@ -1,0 +1,157 @@
+"""DiceSGD's RDP from the conservation law of the hidden state (a *candidate* certified bound).
+
+Derivation: docs/hidden-state.md, "A candidate certified bound: trajectory-level conservation",
+steps K1-K7.  Summary, in the units of "The mechanism" there (noise ``sigma1 = z C1 / B`` on the
+averaged update, add/remove adjacency, Poisson rate q, fixed divisor B, ``e_0 = 0``, only the
+iterates released):
+
+* K1: condition on every other example's Poisson bits S (same law under both neighbours);
+* K2: joint convexity of ``F(P, Q) = int p^alpha q^(1-alpha)`` over xi''s whole bit vector b, with
+  its prior ``prod q^b_t (1-q)^(1-b_t)``, in both directions;
+* K3-K5: for fixed (S, b) every release is ``N(mu_t + Delta_t, sigma1^2 I)`` against
+  ``N(mu_t, sigma1^2 I)`` with ``Delta_t = b_t c_t / B + u_t``; the clip ``clip(., C2)`` is a
+  projection, hence firmly non-expansive, so what it releases is removed from the hidden difference
+  and ``sum_t ||u_t||^2 <= (n a)^2`` after n inclusions of residual norm ``<= B a = rho``; with
+  Minkowski, ``sum_t ||Delta_t||^2 <= S(n) = (sqrt(n) C1/B + n rho/B)^2`` along every history;
+* K6: the Renyi filter (Feldman & Zrnic 2021, Thm 3.1) turns that almost-sure budget into
+  ``D_alpha <= alpha S(n) / (2 sigma1^2)`` in both directions;
+* K7: ``RDP(alpha) <= log E_{n ~ Bin(T, q)} exp((alpha - 1) alpha S(n) / (2 sigma1^2)) / (alpha - 1)``.
+
+Assumptions beyond the mechanism: every per-example residual ``g - clip(g, C1)`` entering the error
+state has norm ``<= rho`` at every reachable point (``rho = max(0, G - C1)`` for flat clipping and a
+gradient bound G; the residual clip R gives rho = R; ``residual_norm_bound`` in
+:mod:`accounting.hidden_state` covers automatic clipping), and every clipped gradient has norm <= C1.
+The bound does not depend on C2.  Units: ``S(n) / sigma1^2 = (sqrt(n) + n rho / C1)^2 / z^2``, so B
+cancels, exactly as ``z = sigma1 B / C1`` is used by :func:`accounting.hidden_state.dicesgd_certified_rdp`
+and the flush bound (``z_eff = z C1 / (C1 + rho)``).  At rho = 0 it is the closed form
+``T log(1 - q + q exp(alpha (alpha - 1) / (2 z^2))) / (alpha - 1)``: T independent full-weight
+Gaussian releases each present with probability q, without subsampling amplification beyond
+quasi-convexity (it is never below DP-SGD's exact curve).
+
+Status: the derivation has not been accepted by an independent review yet.  :data:`ENABLED` is the
+one switch that lets ``--mode certified`` take it into the minimum over regimes
+(:mod:`accounting.algorithms.dicesgd`); every regime there is an upper bound, so their minimum is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from accounting import validate
+from accounting.errors import InvalidParameter
+from accounting.rounding import up
+
+__all__ = ["ENABLED", "MAX_STEPS", "conservation_rdp", "conservation_epsilon"]
+
+#: The switch: when True, the certified DiceSGD epsilon (and hence calibration) is the minimum of
+#: the other regimes and this bound.  Off until the K1-K7 derivation is accepted by review.
+ENABLED: bool = False
+
+#: The expectation over n ~ Bin(T, q) is summed exactly over n = 0..T; beyond this many steps the
+#: bound is not evaluated (``+inf`` at every order: sound, it then never wins the minimum).
+MAX_STEPS = 1_000_000
+
+#: Relative slack on the log-expectation, for the rounding of its log and exp (a few ulps each).
+_REL_SLACK = 1e-12
+_DROPPED_LARGE_T = "conservation bound only evaluated for T <= 1e6 steps; bound set to +inf"
+_DROPPED_ORDER = "conservation bound not evaluable at this order (overflow or alpha = 1); set to +inf"
+
+
+def _log_binomial_pmf(steps: int, q: float) -> np.ndarray:
+    """Upper bounds on ``log P[Bin(T, q) = n]``, n = 0..T.
+
+    The lgamma terms are O(T log T) and cancel; each entry is raised by 16 ulps of the sum of its
+    terms' magnitudes (scipy's lgamma is accurate to a few ulps), so every entry is >= the exact value.
+    """
+    from scipy.special import gammaln
+
+    n = np.arange(steps + 1, dtype=float)
+    if q >= 1.0:
+        out = np.full(steps + 1, -math.inf)
+        out[-1] = 0.0
+        return out
+    lq, l1q = math.log(q), math.log1p(-q)
+    g_t, g_n, g_rest = float(gammaln(steps + 1.0)), gammaln(n + 1.0), gammaln(steps - n + 1.0)
+    logpmf = g_t - g_n - g_rest + n * lq + (steps - n) * l1q
+    size = g_t + g_n + g_rest + n * abs(lq) + (steps - n) * abs(l1q) + 1.0
+    return logpmf + 16.0 * np.finfo(float).eps * size
+
+
+def conservation_rdp(
+    *,
+    sample_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    c1: float,
+    rho: float,
+    orders,
+):
+    """RDP curve of T steps of DiceSGD from the conservation law (module docstring, K1-K7).
+
+    ``noise_multiplier`` is ``z = sigma1 B / C1``; ``rho`` bounds every per-example residual norm
+    (``max(0, G - C1)`` for flat clipping with gradient bound G).  The expectation over
+    ``n ~ Bin(T, q)`` is a log-sum-exp of the log pmf plus ``(alpha - 1) alpha S(n) / (2 sigma1^2)``,
+    every rounding allowance added on the upper side; an order whose value is not finite becomes
+    ``+inf`` (listed in ``dropped``), never a wrong finite number.  Raises
+    :class:`~accounting.errors.InvalidParameter` naming the bad parameter.
+    """
+    from scipy.special import logsumexp
+
+    from accounting.rdp import RdpCurve
+
+    q = validate.rate("sample_rate", sample_rate)
+    z = validate.positive("noise_multiplier", noise_multiplier)
+    t = validate.positive_int("steps", steps)
+    c1v = validate.positive("c1", c1)
+    r = validate.nonnegative("rho", rho) / c1v
+    orders = validate.real_array("orders", orders).reshape(-1)
+    if orders.size == 0 or np.any(~np.isfinite(orders)) or np.any(orders < 1):
+        raise InvalidParameter("orders", "must be a non-empty list of finite orders >= 1")
+    rdp = np.full(orders.size, math.inf)
+    if t > MAX_STEPS:
+        return RdpCurve(orders=orders, rdp=rdp, dropped=tuple((float(a), _DROPPED_LARGE_T) for a in orders))
+    logpmf = _log_binomial_pmf(t, q)
+    n = np.arange(t + 1, dtype=float)
+    usable = orders > 1.0
+    a = orders[usable]
+    out = np.full(a.size, math.inf)
+    chunk = max(1, 2**22 // (t + 1))  # (orders, n) temporaries stay ~32 MB
+    # the sum of T + 1 positive terms rounds by at most (T + 2) ulps: added to the log
+    sum_slack = (t + 2) * np.finfo(float).eps
+    with np.errstate(over="ignore", invalid="ignore"):
+        # S(n) / sigma1^2 / 2, each entry a few roundings of positive terms: 8 ulps keep it above
+        half_x = ((np.sqrt(n) + n * r) / z) ** 2 / 2.0 * up(8)
+        for i in range(0, a.size, chunk):
+            aa = a[i : i + chunk]
+            expo = ((aa - 1.0) * aa * up(2))[:, None] * half_x[None, :]
+            log_e = logsumexp(logpmf[None, :] + expo, axis=1)
+            log_e = log_e + _REL_SLACK * (1.0 + np.abs(log_e)) + sum_slack
+            out[i : i + chunk] = np.maximum(log_e, 0.0) / (aa - 1.0) * up(4)
+    out[~np.isfinite(out)] = math.inf
+    rdp[usable] = out
+    dropped = tuple(
+        (float(o), _DROPPED_ORDER) for o, v in zip(orders, rdp, strict=True) if not np.isfinite(v)
+    )
+    return RdpCurve(orders=orders, rdp=rdp, dropped=dropped)
+
+
+def conservation_epsilon(
+    *,
+    delta: float,
+    sample_rate: float,
+    noise_multiplier: float,
+    steps: int,
+    c1: float,
+    rho: float,
+    orders,
+    conversion: str = "improved",
+):
+    """The :class:`accounting.conversion.EpsilonResult` of :func:`conservation_rdp` at ``delta``."""
+    from accounting.conversion import rdp_to_epsilon
+
+    curve = conservation_rdp(
+        sample_rate=sample_rate, noise_multiplier=noise_multiplier, steps=steps, c1=c1, rho=rho, orders=orders
+    )
+    return rdp_to_epsilon(curve, validate.open_unit("delta", delta), method=conversion)
