@@ -275,12 +275,6 @@ def test_lemma1_witness_near_zeta_one() -> None:
     assert min(jl_trial(273, 0.987, rng, normalise=True) for _ in range(4)) <= 1
 
 
-def test_lemma6_check_has_power() -> None:
-    """The first-order inequality fails for a non-convex f: f(x) = 2 - cos(x) at y = 3, x = 2."""
-    f, df = (lambda x: 2 - math.cos(x)), (lambda x: math.sin(x))
-    assert f(3.0) + df(3.0) * (2.0 - 3.0) > f(2.0)
-
-
 @pytest.mark.parametrize(
     "cid,verdict",
     [
