@@ -72,7 +72,7 @@ never reported as dropped.  By 5 it is proven non-optimal, so the whole curve's 
 ("could not be evaluated; epsilon may improve") would not apply: evaluating it could not lower
 epsilon.  (A case where the fractional series alone fails:
 ``SelfComposedEvent(SubsampledGaussianEvent(1e-3, 10.0), 100000)`` on dp-accounting's grid plus
-``3000.5, 4096``, at 3000.5; :func:`accounting._log_a_frac._frac_with_chord` falls back to the
+``3000.5, 4096``, at 3000.5; :func:`accounting._log_a_frac.frac_with_chord` falls back to the
 integer chord there, so the whole curve does not drop it either, and no case is known where the
 two differ: drops from overflow are monotone in alpha and show at the largest order, which is
 always evaluated.)  An

@@ -18,7 +18,7 @@ so a constant schedule costs one evaluation.  Per (step, order) pair the cheapes
    ``k = alpha`` term, ``log A`` is that term (O(1); for fixed q the test is monotone in sigma,
    so a binary search over the sorted steps finds the dominated prefix per order);
 2. integer orders: all terms of all small orders in one dense pass
-   (:func:`_log_a_int_dense`); large orders use pruned blocks (:func:`_log_a_int`);
+   (:func:`log_a_int_dense`); large orders use pruned blocks (:func:`_log_a_int`);
 3. fractional orders: dp-accounting's series in growing blocks (:func:`_log_a_frac`), with a
    special-function-free kernel in the far tail (:func:`_frac_far_tail`).
 
@@ -27,7 +27,7 @@ precision relative to A, so a plain sum rounds the RDP to 0 -- for any number of
 would be unsound.  Integer orders whose plain ``log A`` is below :data:`_PRECISE_BELOW` are
 recomputed from ``A - 1 = sum_k C(alpha,k) q^k (1-q)^(alpha-k) expm1((k^2-k) s)`` (nonnegative
 terms, full relative precision; :func:`_log_a_int`), and fractional orders are capped by the
-chord of ``log A`` between the neighbouring integer orders (:func:`_frac_with_chord`), their
+chord of ``log A`` between the neighbouring integer orders (:func:`frac_with_chord`), their
 series entering with an absolute rounding allowance.  Every per-step value is therefore > 0
 and an upper bound to within relative rounding (tested against 60-digit quadrature).
 

@@ -30,7 +30,7 @@ def dp_reference(q: float, sigmas: list[float], orders: list[float]) -> np.ndarr
 def assert_matches(ours: np.ndarray, ref: np.ndarray, steps: int, orders) -> None:
     """Integer orders: equal to 1e-9 relative.  Fractional orders: never looser than dp-accounting
     by more than our rounding allowance (``_FRAC_ROUNDING`` in log A), possibly tighter (the
-    order chord, see ``_frac_with_chord``; its soundness is tested against quadrature)."""
+    order chord, see ``frac_with_chord``; its soundness is tested against quadrature)."""
     fin = np.isfinite(ref)
     o = np.broadcast_to(np.asarray(orders, dtype=float), ref.shape)
     integer = fin & (o == np.floor(o))
@@ -160,7 +160,7 @@ def test_nonconverging_series_falls_back_to_the_order_chord(monkeypatch):
     assert curve.rdp[0] == pytest.approx(curve.rdp[1], rel=1e-15)
     # and when the chord is unusable too (its integer order overflows), the order is dropped
     for mod in (_log_a_frac, _rdp_evaluate):  # every module that calls it
-        monkeypatch.setattr(mod, "_log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
+        monkeypatch.setattr(mod, "log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
     curve = subsampled_gaussian_rdp(0.5, 1.0, [1.1])
     assert 1.1 in dict(curve.dropped) and "did not converge" in dict(curve.dropped)[1.1]
     assert math.isinf(curve.rdp[0])

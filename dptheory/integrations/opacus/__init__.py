@@ -24,7 +24,8 @@ Accountant
       larger per order (Opacus's value equals 40-digit quadrature there); at z = 1.1, q = 0.01,
       T = 1000, 4e-8 relative on epsilon. So ours can exceed Opacus's number only when Opacus's
       optimum is a fractional order, and only by this gap: the price of a certified bound, not a
-      different mechanism (tests/integrations/test_opacus_integration.py checks both sides against quadrature).
+      different mechanism (tests/integrations/test_opacus_integration.py checks both sides against
+      quadrature).
     * Order grid: ours is :data:`accounting.orders.DEFAULT_ORDERS`, a strict superset of Opacus's
       ``DEFAULT_ALPHAS`` (1.1..10.9 and 12..63) that adds 11 and large orders up to 2048; with an
       integer optimum ours is never larger, and smaller when the optimum lies above 63 (small
@@ -74,18 +75,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 # Package layout (one job per module): accountant (Opacus IAccountant), d2p2_accounting (certified
 # D2P2 epsilon and calibration), optimizers (DiceSGD / D2P2-SGD), lint (setup checks), engine
-# (DptheoryPrivacyEngine). Every name the former single module defined is re-exported here.
+# (DptheoryPrivacyEngine). Their public names are re-exported here, the one import path for users.
 from .accountant import MECHANISM as MECHANISM
 from .accountant import DptheoryAccountant
-from .accountant import _dicesgd_epsilon as _dicesgd_epsilon
 from .d2p2_accounting import D2P2Calibration as D2P2Calibration
 from .d2p2_accounting import calibrate_d2p2 as calibrate_d2p2
 from .d2p2_accounting import d2p2_certified_epsilon, d2p2_layers
 from .engine import DP_OPTIMIZERS, DptheoryPrivacyEngine, make_private_with_epsilon
 from .lint import SetupError, SetupIssue, SetupWarning, lint_setup
-from .optimizers import _OPTIMIZER_CLASSES as _OPTIMIZER_CLASSES
 from .optimizers import D2P2Optimizer, DiceSGDOptimizer
-from .optimizers import _PerSampleOptimizer as _PerSampleOptimizer
 from .optimizers import residual_clip_as_grad_bound as residual_clip_as_grad_bound
 
 __all__ = [
