@@ -1,7 +1,7 @@
 """Fractional-order ``log A_alpha`` of the Poisson-subsampled Gaussian: dp-accounting's two
 series with a rigorous remainder check (:func:`_frac_certify`), the special-function-free far
 tail, rounding allowances and the chord between neighbouring integer orders.  Part of
-:mod:`accounting.rdp`; the numerics and their bounds are explained in that module's docstring."""
+:mod:`accounting.rdp`; the numerics and their bounds are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Integer-order ``log A_alpha`` of the Poisson-subsampled Gaussian (pruned blocks, dense pass,
 and the precise ``log(A - 1)`` route near A = 1).  Part of :mod:`accounting.rdp`; the
-numerics and their bounds are explained in that module's docstring."""
+numerics and their bounds are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 

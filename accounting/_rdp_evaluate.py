@@ -1,6 +1,6 @@
 """Per-step RDP of Poisson-subsampled Gaussian steps at every order (:func:`evaluate_steps`): the
 dominant-term shortcut (:func:`_top_ok`) and the dispatch to the integer- and fractional-order
-routines.  Part of :mod:`accounting.rdp`; see that module's docstring for the numerics."""
+routines.  Part of :mod:`accounting.rdp`; the numerics are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 
