@@ -43,7 +43,20 @@ DEFAULT_RHO = 2.0
 
 
 def noise_multipliers(name: str, base: float, steps: int, *, rho: float = DEFAULT_RHO) -> np.ndarray:
-    """Per-step noise multipliers ``sigma_1..sigma_T`` (shape ``(T,)``) of schedule ``name``."""
+    """Per-step noise multipliers ``sigma_1..sigma_T`` (shape ``(T,)``) of schedule ``name``.
+
+    Args:
+        name: one of :data:`SCHEDULES` (``constant``, ``inv-k``, ``inv-sqrt-k``, ``exp``).
+        base: the base noise multiplier sigma (> 0).
+        steps: the number of steps T (>= 1).
+        rho: the ``exp`` schedule's ratio, ``sigma_k = sigma rho^(-k/T)``.
+
+    Returns:
+        An array of shape ``(T,)``.
+
+    Raises:
+        InvalidParameter: an unknown ``name`` or an out-of-range ``base``, ``steps`` or ``rho``.
+    """
     if name not in SCHEDULES:
         raise InvalidParameter("--schedule", f"must be one of {', '.join(SCHEDULES)} (got {name!r})")
     sigma = validate.positive("--noise-multiplier", base)
