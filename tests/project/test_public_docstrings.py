@@ -99,3 +99,21 @@ def test_the_check_can_fail() -> None:
     assert missing_sections(documented) == set()
     assert missing_sections(Plain) == {"Args"}
     assert missing_sections(Proto) == set()
+
+
+#: a module docstring says what and why in a screen; derivations and measurements live in docs/
+MAX_MODULE_DOCSTRING_LINES = 40
+
+
+def test_module_docstrings_fit_a_screen() -> None:
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    long = {}
+    for pkg in ("accounting", "dptheory", "verification"):
+        for path in (root / pkg).rglob("*.py"):
+            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or ""
+            if doc.count("\n") + 1 > MAX_MODULE_DOCSTRING_LINES:
+                long[str(path.relative_to(root))] = doc.count("\n") + 1
+    assert long == {}
