@@ -66,14 +66,21 @@ def test_agrees_with_dp_accounting_default_grid_regimes():
     assert_matches(ours.rdp, ref, len(sigmas), DP_ACCOUNTING_ORDERS)
 
 
-def test_pruned_block_path_equals_dense_path(monkeypatch):
+def test_pruned_block_path_equals_dense_path():
+    """The two integer-order routes of accounting's RDP code give the same log A on the same steps."""
+    from accounting._log_a_int import log_a_int_dense, log_a_int_precise, log_s_of_sigma
+
     z = 3.0 / np.sqrt(np.arange(1, 41))
-    orders = np.array([2.0, 17.0, 64.0, 512.0, 2048.0])
-    monkeypatch.setattr(_rdp_evaluate, "_DENSE_MAX_ORDER", 10**6)
-    dense = subsampled_gaussian_rdp_steps(0.05, z, orders)
-    monkeypatch.setattr(_rdp_evaluate, "_DENSE_BUDGET", 0)
-    blocks = subsampled_gaussian_rdp_steps(0.05, z, orders)
+    alphas = (2, 17, 64, 512, 2048)
+    lq, l1q = np.full(z.size, math.log(0.05)), np.full(z.size, math.log1p(-0.05))
+    s, log_s = 1.0 / (2.0 * z**2), log_s_of_sigma(z)
+    dense = log_a_int_dense(lq, l1q, s, log_s, alphas)
+    rows = np.arange(z.size)
+    blocks = np.column_stack([log_a_int_precise(lq, l1q, s, log_s, rows, a) for a in alphas])
     np.testing.assert_allclose(blocks, dense, rtol=1e-12, atol=1e-15)
+    # and the evaluation through the public function is one of them, per order
+    steps = subsampled_gaussian_rdp_steps(0.05, z, np.array(alphas, dtype=float))
+    np.testing.assert_allclose(steps, dense / (np.array(alphas) - 1.0), rtol=1e-12, atol=1e-15)
 
 
 def test_fractional_orders_upper_bound_the_exact_integral():
