@@ -1,7 +1,7 @@
 """Fractional-order ``log A_alpha`` of the Poisson-subsampled Gaussian: dp-accounting's two
 series with a rigorous remainder check (:func:`_frac_certify`), the special-function-free far
 tail, rounding allowances and the chord between neighbouring integer orders.  Part of
-:mod:`accounting.rdp`; the numerics and their bounds are explained in that module's docstring."""
+:mod:`accounting.rdp`; the numerics and their bounds are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import math
 import numpy as np
 
 from accounting import special
-from accounting._log_a_int import _log_a_int_precise
+from accounting._log_a_int import log_a_int_precise
 
-# log_ndtr(x) for x >= _NDTR_ONE is replaced by 0 (true value is -Q(x) > -1e-23): an
+# log_ndtr(x) for x >= NDTR_ONE is replaced by 0 (true value is -Q(x) > -1e-23): an
 # overestimate of the term by a factor < 1 + 1e-23, conservative and far below rounding.
-_NDTR_ONE = 10.0
+NDTR_ONE = 10.0
 # Fractional series: cap each block of terms at about this many (row, term) elements (cache-sized).
 _FRAC_BLOCK_ELEMS = 1 << 18
 
@@ -44,7 +44,7 @@ def _frac_tables(alpha: float, n_terms: int) -> tuple[np.ndarray, np.ndarray, np
 
 
 @functools.lru_cache(maxsize=64)
-def _frac_tables_stacked(alphas: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
+def frac_tables_stacked(alphas: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
     """(log|C|, sign C, log S) stacked per order, plus terms-major copies of the first two."""
     tabl = [_frac_tables(al, n_terms) for al in alphas]
     lc, sg, ls = (np.stack([t[k] for t in tabl]) for k in range(3))
@@ -62,7 +62,7 @@ def _log_ndtr_upper(x: np.ndarray) -> np.ndarray:
     """log Phi(x): 0 for x >= 10 (true value > -1e-23, so an overestimate), the asymptotic
     series for x <= -40 (relative error < 1e-19), scipy's ``log_ndtr`` in between."""
     out = np.zeros_like(x)
-    mid = (x < _NDTR_ONE) & (x > _NDTR_ASYMP)
+    mid = (x < NDTR_ONE) & (x > _NDTR_ASYMP)
     if mid.any():
         out[mid] = special.log_ndtr(x[mid])
     low = x <= _NDTR_ASYMP
@@ -287,7 +287,7 @@ def _frac_rounding(alpha: np.ndarray) -> np.ndarray:
     return _FRAC_ROUNDING + 16.0 * np.finfo(float).eps * np.abs(g)
 
 
-def _frac_with_chord(
+def frac_with_chord(
     la: np.ndarray,
     status: np.ndarray,
     alpha: np.ndarray,
@@ -302,7 +302,7 @@ def _frac_with_chord(
     ``log A_alpha = (alpha - 1) D_alpha = log int p^alpha q^(1-alpha)`` is convex in alpha
     (Hoelder's inequality) and 0 at alpha = 1, so for ``n < alpha < n + 1`` (n integer >= 1)
     ``log A_alpha <= (n + 1 - alpha) log A_n + (alpha - n) log A_(n+1)`` with ``log A_1 = 0``:
-    a rigorous bound from the integer orders, which :func:`_log_a_int_precise` evaluates with
+    a rigorous bound from the integer orders, which :func:`log_a_int_precise` evaluates with
     full relative precision.  It is far tighter than dp-accounting's absolute-value series when
     the noise is large (q = 0.3, sigma = 1e4, alpha = 1.1: 4.5e-11 instead of 1.9e-3 in log A).
 
@@ -321,7 +321,7 @@ def _frac_with_chord(
             # Each step once: the ~20 fractional orders next to m share their rows (per-row
             # values do not depend on the other rows, so this is the same value, ~20x cheaper).
             uniq, inv = np.unique(rows[sel], return_inverse=True)
-            vals[sel] = _log_a_int_precise(lq, l1q, s, log_s, uniq, int(m))[inv.reshape(-1)]
+            vals[sel] = log_a_int_precise(lq, l1q, s, log_s, uniq, int(m))[inv.reshape(-1)]
         la_int[int(m)] = vals
     lo = np.empty(rows.size)
     hi = np.empty(rows.size)
@@ -345,7 +345,7 @@ def _cumsum0(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _log_a_frac(
+def log_a_frac(
     lq: np.ndarray,
     l1q: np.ndarray,
     s: np.ndarray,

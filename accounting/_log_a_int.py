@@ -1,6 +1,6 @@
 """Integer-order ``log A_alpha`` of the Poisson-subsampled Gaussian (pruned blocks, dense pass,
 and the precise ``log(A - 1)`` route near A = 1).  Part of :mod:`accounting.rdp`; the
-numerics and their bounds are explained in that module's docstring."""
+numerics and their bounds are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import numpy as np
 from accounting import special
 from accounting.rounding import ULP
 
-# Integer orders: skip a block of terms when its upper bound is below (max found) - _INT_PRUNE.
-_INT_PRUNE = 60.0
+# Integer orders: skip a block of terms when its upper bound is below (max found) - INT_PRUNE.
+INT_PRUNE = 60.0
 _INT_BLOCK = 16
 # Row chunking: keep every temporary array below about this many float64 elements.
-_CHUNK_ELEMS = 1 << 22
+CHUNK_ELEMS = 1 << 22
 
 
 def _log_expm1_kk(kk: np.ndarray, s: np.ndarray, log_s: np.ndarray) -> np.ndarray:
@@ -133,7 +133,7 @@ def _log_a_int(
     if nb <= 3:
         k = np.arange(alpha + 1, dtype=float)
         lc = pad[: alpha + 1]
-        rows = max(1, _CHUNK_ELEMS // (alpha + 1))
+        rows = max(1, CHUNK_ELEMS // (alpha + 1))
         for a in range(0, lq.shape[0], rows):
             b = a + rows
             lss = log_s[a:b, None] if minus_one else None
@@ -142,12 +142,12 @@ def _log_a_int(
             out[a:b] = _lse_rows(terms)
         return _padded(out, _rounding_allowance(alpha, l1q))
 
-    slack = math.log1p((alpha + 1) * math.exp(-_INT_PRUNE))
+    slack = math.log1p((alpha + 1) * math.exp(-INT_PRUNE))
     k0 = np.arange(nb, dtype=float) * _INT_BLOCK
     k1 = np.minimum(k0 + _INT_BLOCK - 1, alpha)
     lc0 = pad[k0.astype(int)]
     jj = np.arange(_INT_BLOCK)
-    rows = max(1, _CHUNK_ELEMS // (nb * _INT_BLOCK))
+    rows = max(1, CHUNK_ELEMS // (nb * _INT_BLOCK))
     for a in range(0, lq.shape[0], rows):
         b = min(a + rows, lq.shape[0])
         uu, ss, bb = u[a:b, None], s[a:b, None], base[a:b, None]
@@ -157,7 +157,7 @@ def _log_a_int(
             start = lc0 + k0 * uu + spart(k0 * k0 - k0, ss, lss) + bb
             top = alpha * lq[a:b] + spart(np.array([alpha * alpha - alpha], dtype=float), ss, lss)[:, 0]
             lower = np.maximum(start.max(axis=1), top)
-            keep = ub >= (lower - _INT_PRUNE)[:, None]
+            keep = ub >= (lower - INT_PRUNE)[:, None]
         r_idx, b_idx = np.nonzero(keep)
         n = b - a
         counts = np.bincount(r_idx, minlength=n)
@@ -195,7 +195,7 @@ def _log1p_exp(log_am1: np.ndarray) -> np.ndarray:
         return np.where(log_am1 < -690.0, math.exp(-690.0), np.logaddexp(0.0, log_am1))
 
 
-def _log_s(sig: np.ndarray) -> np.ndarray:
+def log_s_of_sigma(sig: np.ndarray) -> np.ndarray:
     """``log(1/(2 sigma^2))`` without underflow."""
     return -math.log(2.0) - 2.0 * np.log(sig)
 
@@ -204,7 +204,7 @@ def _log_s(sig: np.ndarray) -> np.ndarray:
 _PRECISE_BELOW = 1e-2
 
 
-def _log_a_int_precise(
+def log_a_int_precise(
     lq: np.ndarray, l1q: np.ndarray, s: np.ndarray, log_s: np.ndarray, rows: np.ndarray, alpha: int
 ) -> np.ndarray:
     """log A at ``rows`` (indices into the per-step arrays): the plain sum, then rows whose value
@@ -238,7 +238,7 @@ def _int_dense_tables(alphas: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, 
     return k, al, lc, starts
 
 
-def _log_a_int_dense(
+def log_a_int_dense(
     lq: np.ndarray, l1q: np.ndarray, s: np.ndarray, log_s: np.ndarray, alphas: tuple[int, ...]
 ) -> np.ndarray:
     """log A for every row and every integer order at once (no pruning: all terms summed).
@@ -251,7 +251,7 @@ def _log_a_int_dense(
     coef_u = k  # multiplies log q - log(1-q)
     kk = k * k - k
     out = np.empty((lq.shape[0], len(alphas)))
-    rows = max(1, _CHUNK_ELEMS // k.size)
+    rows = max(1, CHUNK_ELEMS // k.size)
     counts = np.diff(np.append(starts, k.size))
     for a in range(0, lq.shape[0], rows):
         b = a + rows
@@ -265,7 +265,7 @@ def _log_a_int_dense(
             e = np.where(top, 0.0, np.exp(terms - mrep))
             rest = np.add.reduceat(e, starts, axis=1) + (np.add.reduceat(top, starts, axis=1) - 1)
             lam1 = safe + np.log1p(rest)
-            # The same allowance as :func:`_log_a_int_precise` would add: on log A where it is
+            # The same allowance as :func:`log_a_int_precise` would add: on log A where it is
             # >= _PRECISE_BELOW (there the per-order path keeps the plain sum), on log(A - 1)
             # below -- so the dense and per-order paths agree to rounding.
             err = _rounding_allowance(np.asarray(alphas), l1q[a:b, None])

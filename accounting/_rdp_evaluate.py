@@ -1,6 +1,6 @@
 """Per-step RDP of Poisson-subsampled Gaussian steps at every order (:func:`evaluate_steps`): the
 dominant-term shortcut (:func:`_top_ok`) and the dispatch to the integer- and fractional-order
-routines.  Part of :mod:`accounting.rdp`; see that module's docstring for the numerics."""
+routines.  Part of :mod:`accounting.rdp`; the numerics are derived in ``docs/rdp-numerics.md``."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import math
 import numpy as np
 
 from accounting._log_a_frac import (
-    _NDTR_ONE,
-    _frac_tables_stacked,
-    _frac_with_chord,
-    _log_a_frac,
+    NDTR_ONE,
+    frac_tables_stacked,
+    frac_with_chord,
+    log_a_frac,
 )
 from accounting._log_a_int import (
-    _CHUNK_ELEMS,
-    _INT_PRUNE,
-    _log_a_int_dense,
-    _log_a_int_precise,
-    _log_s,
+    CHUNK_ELEMS,
+    INT_PRUNE,
+    log_a_int_dense,
+    log_a_int_precise,
+    log_s_of_sigma,
 )
 from accounting.rounding import ULP, up
 
@@ -68,9 +68,9 @@ def _top_ok(
         rest_int = np.minimum((a - 1.0) * (a - 2.0) * s, a * math.log(2.0) + pmax)
         rest_frac = math.log(2.0) + log_s0 + pmax
         rest = np.where(is_int, rest_int, rest_frac)
-        ok = top - rest >= _INT_PRUNE
+        ok = top - rest >= INT_PRUNE
         z0 = sigma * sigma * (l1q - lq) + 0.5
-        ok &= is_int | ((a - z0) / sigma >= _NDTR_ONE)
+        ok &= is_int | ((a - z0) / sigma >= NDTR_ONE)
     return ok
 
 
@@ -101,7 +101,7 @@ def evaluate_steps(
     reasons: dict[int, str] = {}
     with np.errstate(divide="ignore", over="ignore"):
         s = 0.5 / (sig * sig)
-    log_s = _log_s(sig)
+    log_s = log_s_of_sigma(sig)
 
     def note(col: int, rows: np.ndarray, why: str) -> None:
         if col not in reasons and rows.size:
@@ -134,7 +134,7 @@ def evaluate_steps(
     tabs: tuple[np.ndarray, ...] = ()
     if frac_cols.size:
         n_terms = max(_FRAC_MAX_TERMS, int(2 * orders[frac_cols].max()) + 64)
-        tabs = _frac_tables_stacked(tuple(float(orders[c]) for c in frac_cols), n_terms)
+        tabs = frac_tables_stacked(tuple(float(orders[c]) for c in frac_cols), n_terms)
         log_s0[frac_cols] = tabs[2][:, 0]
 
     slow: list[list[np.ndarray]] = [[] for _ in range(n_ord)]
@@ -186,7 +186,7 @@ def evaluate_steps(
                 if p < m:
                     slow[col].append(rows[p:])
         else:
-            chunk = max(1, _CHUNK_ELEMS // n_ord)
+            chunk = max(1, CHUNK_ELEMS // n_ord)
             for a0 in range(0, rows.size, chunk):
                 rr = rows[a0 : a0 + chunk]
                 ok = _top_ok(
@@ -206,12 +206,12 @@ def evaluate_steps(
     for col in big_cols:  # ... large ones: pruned blocks, per order, on their own slow rows
         rows = np.concatenate(slow[col])
         alpha = int(orders[col])
-        put(col, rows, _log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+        put(col, rows, log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
     if int_cols:
         alphas = tuple(int(orders[c]) for c in int_cols)
         union = np.unique(np.concatenate([np.concatenate(slow[c]) for c in int_cols]))
         if union.size <= _DENSE_MAX_ROWS and union.size * sum(al + 1 for al in alphas) <= _DENSE_BUDGET:
-            la = _log_a_int_dense(lq_all[union], l1q_all[union], s[union], log_s[union], alphas)
+            la = log_a_int_dense(lq_all[union], l1q_all[union], s[union], log_s[union], alphas)
             pos = {int(r): i for i, r in enumerate(union)} if union.size < 64 else None
             for j, col in enumerate(int_cols):
                 rows = np.concatenate(slow[col])
@@ -220,7 +220,7 @@ def evaluate_steps(
         else:
             for col, alpha in zip(int_cols, alphas, strict=True):
                 rows = np.concatenate(slow[col])
-                put(col, rows, _log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+                put(col, rows, log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
     if frac_cols.size:
         pr = [np.concatenate(slow[c]) if slow[c] else np.zeros(0, dtype=np.int64) for c in frac_cols]
         r_idx = np.concatenate(pr)
@@ -229,8 +229,8 @@ def evaluate_steps(
         for a0 in range(0, r_idx.size, per):
             rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
             alpha = orders[frac_cols][jj]
-            la, st = _log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs)
-            la, st = _frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s)
+            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs)
+            la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s)
             vals = la / (alpha - 1.0)
             for j in np.unique(jj):
                 sel = jj == j

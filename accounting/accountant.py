@@ -91,6 +91,13 @@ class RdpAccountant:
     grid, a certified upper bound, measured 0.03-0.3% above exact on ordinary schedules and up to
     ~1.1% at sigma ~0.15; see :mod:`accounting.step_groups`) or ``"exact"`` (every
     distinct step evaluated exactly, about 1 ms each); see :mod:`accounting.step_groups`.
+
+    Args:
+        orders: the RDP orders (default :data:`accounting.orders.DEFAULT_ORDERS`).
+        evaluation: ``"auto"`` or ``"exact"``.
+
+    Raises:
+        InvalidParameter: orders not finite and > 1, or an unknown ``evaluation``.
     """
 
     @python_names

@@ -38,7 +38,14 @@ _MAX_X = 1e12
 
 @dataclass(frozen=True)
 class CalibrationResult:
-    """``value`` (meets the target), ``achieved = fn(value)``, evaluations used, final bracket."""
+    """``value`` (meets the target), ``achieved = fn(value)``, evaluations used, final bracket.
+
+    Attributes:
+        value: the calibrated value (meets the target).
+        achieved: ``fn(value)``.
+        iterations: evaluations of ``fn`` used.
+        bracket: the final ``(lower, upper)`` bracket.
+    """
 
     value: float
     achieved: float
@@ -101,6 +108,22 @@ def calibrate_decreasing(
     reaches the target: :class:`UnreachableTarget` naming ``option``.  ``start`` (a guess of the
     root, e.g. from a cheaper bound) starts the bracketing there with small first steps; it
     changes only which points are evaluated, never the contract.
+
+    Args:
+        fn: a non-increasing function of x (e.g. epsilon of the noise multiplier).
+        target: the value ``fn`` must not exceed.
+        option: the option named in errors (e.g. ``"--eps"``).
+        lower: smallest x searched (default 1e-12).
+        upper: largest x searched (default 1e12).
+        rtol: relative tolerance on x.
+        max_iter: evaluations allowed after bracketing.
+        start: an optional guess of the root.
+
+    Returns:
+        A :class:`CalibrationResult` whose ``value`` satisfies ``fn(value) <= target``.
+
+    Raises:
+        UnreachableTarget: ``fn(upper) > target`` (or is inf/NaN).
     """
     if not (isinstance(target, int | float) and math.isfinite(target)):
         raise UnreachableTarget(option, f"target must be a finite number (got {target!r})")
@@ -251,6 +274,21 @@ def calibrate_increasing(
     Solved as :func:`calibrate_decreasing` in ``y = 1/x``; the result satisfies the target and
     ``x* / (1 + rtol) <= value <= x*``.  If ``fn(upper) <= target`` the answer is ``upper``;
     if even ``fn(lower) > target``, :class:`UnreachableTarget`.
+
+    Args:
+        fn: a non-decreasing function of x (e.g. epsilon of the sampling rate).
+        target: the value ``fn`` must not exceed.
+        option: the option named in errors.
+        lower: smallest x searched.
+        upper: largest x searched (e.g. 1 for a rate).
+        rtol: relative tolerance on x.
+        max_iter: evaluations allowed after bracketing.
+
+    Returns:
+        A :class:`CalibrationResult` whose ``value`` satisfies ``fn(value) <= target``.
+
+    Raises:
+        UnreachableTarget: ``fn(lower) > target``.
     """
     lo_y = None if upper is None else 1.0 / float(upper)
     hi_y = None if lower is None else 1.0 / float(lower)
@@ -273,6 +311,19 @@ def calibrate_steps(
     Doubling from T = 1 then integer bisection, so the answer is exact.  If ``fn(1) > target``
     no number of steps works: :class:`UnreachableTarget`.  If the target still holds at
     ``max_steps`` that cap is returned (bracket ``(max_steps, inf)``).
+
+    Args:
+        fn_of_steps: a non-decreasing function of the number of steps.
+        target: the value ``fn_of_steps`` must not exceed.
+        option: the option named in errors.
+        max_steps: the largest T searched.
+
+    Returns:
+        A :class:`CalibrationResult` whose ``value`` is the largest such T (a float holding an
+        integer).
+
+    Raises:
+        UnreachableTarget: ``fn_of_steps(1) > target``.
     """
     calls = 1
     v1 = float(fn_of_steps(1))

@@ -40,7 +40,16 @@ MIN_IMPROVED_ORDER = 1.01
 
 @dataclass(frozen=True)
 class EpsilonResult:
-    """Epsilon at ``delta``, the order attaining it, and warnings (e.g. optimum on the grid edge)."""
+    """Epsilon at ``delta``, the order attaining it, and warnings (e.g. optimum on the grid edge).
+
+    Attributes:
+        epsilon: the epsilon (``inf`` when no order gives a finite value).
+        delta: the delta it holds at.
+        order: the Renyi order attaining it (``nan`` with ``epsilon = inf``).
+        method: the conversion used (``"improved"`` or ``"classic"``).
+        on_edge: whether the optimum is the smallest or largest usable order of the grid.
+        warnings: human-readable warnings.
+    """
 
     epsilon: float
     delta: float
@@ -85,6 +94,19 @@ def rdp_to_epsilon(curve: RdpCurve, delta: float, *, method: str = "improved") -
     """Smallest epsilon over the curve's orders at ``delta`` (in (0, 1)).
 
     If no order gives a finite epsilon the result is ``inf`` with a warning (never a guess).
+
+    Args:
+        curve: the RDP curve of the mechanism (its ``dropped`` orders are skipped).
+        delta: the target delta, in (0, 1).
+        method: ``"improved"`` (dp-accounting's conversion, with the KL fallback) or ``"classic"``
+            (``eps = rdp + log(1/delta) / (alpha - 1)``).
+
+    Returns:
+        An :class:`EpsilonResult`: the epsilon (an upper bound when the curve is), its order and
+        the warnings (optimum on the grid edge, dropped or grid-bounded orders).
+
+    Raises:
+        InvalidParameter: ``delta`` outside (0, 1) or an unknown ``method``.
     """
     delta = validate.open_unit("--delta", delta)
     method = check_method(method)
@@ -135,6 +157,17 @@ def rdp_to_delta(curve: RdpCurve, epsilon: float, *, method: str = "improved") -
     ``improved``: ``log delta = (a-1)(rdp - eps + log1p(-1/a)) - log(a)`` for ``a > 1.01``, with
     the KL bound ``delta <= sqrt(1 - exp(-rdp))`` (as dp-accounting's ``compute_delta``).
     ``classic``: ``delta = exp((a-1)(rdp - eps))``.
+
+    Args:
+        curve: the RDP curve of the mechanism.
+        epsilon: the target epsilon, >= 0.
+        method: ``"improved"`` or ``"classic"``, as in :func:`rdp_to_epsilon`.
+
+    Returns:
+        The smallest delta over the orders, in [0, 1].
+
+    Raises:
+        InvalidParameter: a negative or NaN ``epsilon`` or an unknown ``method``.
     """
     epsilon = validate.nonnegative("--eps", epsilon)
     method = check_method(method)

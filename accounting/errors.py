@@ -19,7 +19,13 @@ R = TypeVar("R")
 
 
 class InvalidParameter(ValueError):
-    """A parameter is outside its allowed range, NaN, or of the wrong kind."""
+    """A parameter is outside its allowed range, NaN, or of the wrong kind.
+
+    Args:
+        option: the parameter named in the message, in the CLI spelling (``--eps``); the public
+            Python functions respell it as their keyword (``eps``).
+        message: what is allowed.
+    """
 
     def __init__(self, option: str, message: str) -> None:
         self.option = option
@@ -28,11 +34,21 @@ class InvalidParameter(ValueError):
 
 
 class UnreachableTarget(InvalidParameter):
-    """A calibration target that no finite value of the calibrated parameter can reach."""
+    """A calibration target that no finite value of the calibrated parameter can reach.
+
+    Args:
+        option: the target's option (e.g. ``--eps``).
+        message: why no value reaches it.
+    """
 
 
 class NotCertified(InvalidParameter):
-    """A certified number was requested where no defensible upper bound is implemented."""
+    """A certified number was requested where no defensible upper bound is implemented.
+
+    Args:
+        option: the option that asked for the certified number (e.g. ``--mode``).
+        message: what is missing.
+    """
 
 
 # --- one spelling per front end ----------------------------------------------------------------

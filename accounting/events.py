@@ -45,7 +45,11 @@ __all__ = [
 
 @runtime_checkable
 class Mechanism(Protocol):
-    """Anything whose privacy loss is described by an RDP curve on a given order grid."""
+    """Anything whose privacy loss is described by an RDP curve on a given order grid.
+
+    Implementations provide ``rdp(orders) -> RdpCurve``; the events of this module and any user
+    object with that method qualify (:class:`RdpAccountant` composes them).
+    """
 
     def rdp(self, orders: np.ndarray) -> RdpCurve: ...
 
@@ -84,6 +88,10 @@ class GaussianEvent:
     message of norm <= tau whose noise is ``z tau``: any two such messages differ by up to
     2 tau). The mechanism is therefore a Gaussian with effective multiplier
     ``noise_multiplier / sensitivity`` and RDP ``alpha sensitivity^2 / (2 noise_multiplier^2)``.
+
+    Args:
+        noise_multiplier: noise std over the nominal sensitivity (> 0).
+        sensitivity: true sensitivity in units of the nominal one (> 0).
     """
 
     noise_multiplier: float
@@ -114,7 +122,12 @@ class GaussianEvent:
 
 @dataclass(frozen=True)
 class SubsampledGaussianEvent:
-    """One Poisson-subsampled Gaussian step (rate ``sample_rate``; rate 1 is the plain Gaussian)."""
+    """One Poisson-subsampled Gaussian step (rate ``sample_rate``; rate 1 is the plain Gaussian).
+
+    Args:
+        sample_rate: the Poisson sampling rate q, in (0, 1].
+        noise_multiplier: noise std over the L2 sensitivity (> 0).
+    """
 
     sample_rate: float
     noise_multiplier: float
@@ -172,6 +185,10 @@ class ScheduleEvent:
 
     ``sample_rate`` is one rate for all steps or a tuple with one rate per step. ``rdp`` is a
     single vectorised call over all (step, order) pairs.
+
+    Args:
+        sample_rate: one rate in (0, 1], or one per step.
+        noise_multipliers: the per-step noise multipliers (each > 0).
     """
 
     sample_rate: float | tuple[float, ...]
@@ -247,7 +264,12 @@ class ScheduleEvent:
 
 @dataclass(frozen=True)
 class SelfComposedEvent:
-    """``event`` repeated ``count`` times (RDP adds: ``count`` x the single curve)."""
+    """``event`` repeated ``count`` times (RDP adds: ``count`` x the single curve).
+
+    Args:
+        event: the mechanism repeated.
+        count: how many times (>= 1).
+    """
 
     event: Any
     count: int
@@ -268,7 +290,11 @@ class SelfComposedEvent:
 
 @dataclass(frozen=True)
 class ComposedEvent:
-    """Sequential (adaptive) composition of ``events``; RDP adds order by order."""
+    """Sequential (adaptive) composition of ``events``; RDP adds order by order.
+
+    Args:
+        events: the mechanisms, in order.
+    """
 
     events: tuple[Any, ...]
 
@@ -300,6 +326,10 @@ class RdpCurveEvent:
 
     It can only be evaluated on the grid it was computed on: re-evaluating an RDP bound on
     other orders would need the mechanism itself, and interpolating is not sound.
+
+    Args:
+        curve: the mechanism's RDP curve.
+        label: how the mechanism is named in reports and serialisations.
     """
 
     curve: RdpCurve
@@ -387,7 +417,18 @@ def curve_from_dict(d: dict[str, Any]) -> RdpCurve:
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
-    """Serialise one of this module's events to a JSON-compatible dict (``kind`` tagged)."""
+    """Serialise one of this module's events to a JSON-compatible dict (``kind`` tagged).
+
+    Args:
+        event: a mechanism object of this module (nested compositions included).
+
+    Returns:
+        A dict of plain JSON types, readable back with :func:`event_from_dict`.
+
+    Raises:
+        TypeError: ``event`` is not one of this module's events (wrap a foreign mechanism in
+            :class:`RdpCurveEvent`).
+    """
     if isinstance(event, GaussianEvent):
         return {
             "kind": "gaussian",
@@ -418,7 +459,18 @@ def event_to_dict(event: Any) -> dict[str, Any]:
 
 def event_from_dict(d: dict[str, Any], _depth: int = 0) -> Any:
     """Inverse of :func:`event_to_dict` (parameters are re-validated; a malformed entry raises
-    :class:`InvalidParameter` naming ``state``, never KeyError, IndexError or RecursionError)."""
+    :class:`InvalidParameter` naming ``state``, never KeyError, IndexError or RecursionError).
+
+    Args:
+        d: a dict written by :func:`event_to_dict` (e.g. read back from JSON).
+
+    Returns:
+        The event it describes.
+
+    Raises:
+        InvalidParameter: (option ``state``) the dict is malformed, nested too deeply or holds an
+            invalid parameter.
+    """
     if _depth > MAX_DEPTH:
         raise InvalidParameter("state", f"events nested deeper than {MAX_DEPTH} levels")
     if not isinstance(d, dict):

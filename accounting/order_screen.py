@@ -6,79 +6,18 @@ Why: a caller that wants epsilon needs the curve only near its optimal order, an
 cost of a heterogeneous schedule is in the fractional orders far from it (dp-accounting's grid
 has 156 orders, 99 of them below 11, of which 90 are fractional).
 
-Derivation.  Let ``R`` be the true RDP of the mechanism (any composition of Poisson-subsampled
-Gaussian steps), ``f(alpha) = (alpha - 1) R(alpha) = log E_Q[(dP/dQ)^alpha]``.
+How: ``f(alpha) = (alpha - 1) R(alpha)`` of the true RDP ``R`` is convex with ``f(1) = 0`` and
+``R`` is non-decreasing, so the evaluated integer orders (values bracketed within their rounding
+allowance, :func:`_relative_excess`) give a lower bound ``L(alpha) <= R(alpha)`` at every other
+order, with the KL floor besides.  An order whose epsilon at ``L`` exceeds the best evaluated
+epsilon cannot be the minimum; the rest are evaluated until no candidate is left.
 
-1. ``R`` is non-decreasing in alpha (Renyi divergences are), and ``f`` is convex in alpha
-   (a log-moment generating function; Hoelder), with ``f(1) = 0``.  Both survive composition:
-   the composed ``f`` is the sum of the steps' ``f``.
-2. Lower bounds from evaluated points.  Let ``p_0 = 1 < p_1 < ... < p_m`` be evaluated *integer*
-   orders (plus 1, where ``f = 0`` exactly), with ``flo_i <= f(p_i) <= fhi_i``.  For an order
-   ``alpha`` not evaluated:
-
-   * monotonicity: ``R(alpha) >= R(p_i)`` for every ``p_i < alpha``;
-   * right extension of a chord: for ``p_{j-1} < p_j < alpha`` convexity gives
-     ``f(alpha) >= f(p_j) + (f(p_j) - f(p_{j-1})) (alpha - p_j) / (p_j - p_{j-1})``, and the
-     right side only decreases when ``f(p_j)`` is replaced by ``flo_j`` and ``f(p_{j-1})`` by
-     ``fhi_{j-1}`` (the coefficient of ``f(p_j)`` is >= 1, that of ``f(p_{j-1})`` <= 0);
-   * left extension: for ``alpha < p_k < p_{k+1}``,
-     ``f(alpha) >= f(p_k) - (f(p_{k+1}) - f(p_k)) (p_k - alpha) / (p_{k+1} - p_k)``, likewise
-     with ``flo_k`` and ``fhi_{k+1}``.
-
-   ``L(alpha)`` is the largest of these (and 0), divided by ``alpha - 1``: ``L <= R(alpha)``.
-3. Which values bracket the truth.  The computed value at every order is an upper bound on ``R``
-   (the contract of :mod:`accounting.rdp`), so ``fhi`` is the computed value.  For ``flo`` only
-   integer orders are used: there the computed value exceeds the truth by at most the rounding
-   allowance of :mod:`accounting._log_a_int` (8 ulp of ``lgamma(alpha+1) + alpha |log(1-q)| + 1``
-   on ``log A >= 1e-2``, or relative on ``A - 1`` below; ``|log(1-q)| <= 37`` in doubles), the
-   pruning (``e^-60`` relative) and summation rounding.  :func:`_relative_excess` bounds all of
-   it, with a factor 100 to spare, relative to the value; ``flo = fhi (1 - excess)``.
-   Fractional orders (dp-accounting's absolute-value series, capped by a chord) may exceed the
-   truth by more, so they are never used for ``flo``.
-4. Screening.  The conversion ``eps(alpha, r)`` (:func:`accounting.conversion.epsilon_per_order`)
-   is non-decreasing in ``r``.  ``B``, the minimum over the evaluated orders, is attained.  An
-   order with ``eps(alpha, L(alpha)) > B`` has ``eps(alpha, computed) >= eps(alpha, R) >= ... > B``
-   and cannot be the minimum of the full curve; every other order is evaluated, ``L`` and ``B``
-   are recomputed, until no candidate is left.  Ties keep the full curve's choice (the first
-   order in grid order): when ``B = 0`` only orders before the current best can still win.  A
-   small slack (1e-9 relative) absorbs the rounding differences between evaluating an order alone
-   and within the full grid.
-
-Soundness does not depend on any of this: the reported epsilon is the conversion of exactly
-evaluated orders, hence an upper bound whatever ``L`` is.  Equality with the full curve (the
-same value to rounding, the same order) is what 2-4 buy, and what ``tests/accounting/test_order_screen.py``
-and ``tests/accounting/test_order_screen_random_cases.py`` check over random schedules, deltas and grids.
-
-5. What the screened result states.  ``L`` and the floor bound the *true* RDP ``R`` (1-2 use
-   only convexity and monotonicity of the true quantity; 3 only computed values that bracket
-   it).  An order that is never evaluated has ``eps(alpha, R(alpha)) >= eps(alpha, L(alpha)) >
-   B (1 + 1e-9)`` (or, when ``B = 0``, it comes after the reported order: a tie at best): no
-   evaluation of it, exact or any valid upper bound, can give less than the reported ``B``.
-   So the screened epsilon is the minimum over *all* orders of the grid of
-   ``eps(alpha, v(alpha))``, with ``v`` the computed value at evaluated orders and the true RDP
-   elsewhere, up to the rounding slack -- whether or not the RDP code could evaluate the other
-   orders.
-
-Falls back to the whole curve (the answer is then exactly the full path's, not merely equal to
-rounding) when an evaluated order is dropped or a grid/smooth bound (``RdpCurve.bounded``) comes
-back -- those values are not within rounding of the truth, so step 3 does not hold -- when no
-evaluated order gives a finite epsilon, or when the grid is short, not sorted or not finite.  The
-edge-of-grid warning of the conversion is the same: the largest order is always evaluated, and
-the smallest usable one whenever the best order could be the smallest usable order of the whole
-curve.
-
-Warnings differ from the whole curve's in one way only: an order that is never evaluated is
-never reported as dropped.  By 5 it is proven non-optimal, so the whole curve's warning
-("could not be evaluated; epsilon may improve") would not apply: evaluating it could not lower
-epsilon.  (A case where the fractional series alone fails:
-``SelfComposedEvent(SubsampledGaussianEvent(1e-3, 10.0), 100000)`` on dp-accounting's grid plus
-``3000.5, 4096``, at 3000.5; :func:`accounting._log_a_frac._frac_with_chord` falls back to the
-integer chord there, so the whole curve does not drop it either, and no case is known where the
-two differ: drops from overflow are monotone in alpha and show at the largest order, which is
-always evaluated.)  An
-evaluated order that is dropped makes the whole curve be converted, warning included; so do
-grids with fractional orders within an ulp or so of an integer (``6.000000000000001`` from
-arithmetic steps).  The edge-of-grid warning is the same as the whole curve's in every case.
+Soundness never depends on the screening: the reported epsilon is the conversion of exactly
+evaluated orders.  What the screening buys is equality with the whole curve (value to rounding,
+same order, same warnings except that a never-evaluated order is never reported as dropped).
+Falls back to the whole curve on dropped or grid-bounded values, a short or unsorted grid, or no
+finite epsilon.  Derivation, steps 1-5: ``docs/rdp-numerics.md``, "Order screening"; checked by
+``tests/accounting/test_order_screen.py`` and ``test_order_screen_random_cases.py``.
 """
 
 from __future__ import annotations
@@ -116,7 +55,7 @@ _NEAR_INT = 1e-9
 
 
 def _relative_excess(alpha: np.ndarray) -> np.ndarray:
-    """Bound on (computed - true) / computed RDP at integer orders (step 3 of the docstring):
+    """Bound on (computed - true) / computed RDP at integer orders (step 3 in ``docs/rdp-numerics.md``):
     100 x (8 ulp of ``alpha (log alpha + 38) + 2``, divided by the 1e-2 floor of ``log A`` of
     the plain sum) plus 1e-12 for pruning and summation."""
     a = np.asarray(alpha, dtype=float)

@@ -1,99 +1,27 @@
 """Renyi DP of the Gaussian and the Poisson-subsampled Gaussian mechanism (add/remove adjacency).
 
-Conventions follow dp-accounting's ``RdpAccountant`` (Mironov, Talwar, Zhang 2019, "Renyi
-Differential Privacy of the Sampled Gaussian Mechanism", arXiv:1908.10530): for sampling rate
-``q`` and noise multiplier ``sigma`` the RDP at order ``alpha`` is ``log(A_alpha) / (alpha - 1)``.
+Conventions follow dp-accounting's ``RdpAccountant`` (Mironov, Talwar, Zhang 2019, arXiv:1908.10530):
+for sampling rate ``q`` and noise multiplier ``sigma`` the RDP at order ``alpha`` is
+``log(A_alpha) / (alpha - 1)``, integer orders from the binomial sum, fractional ones from the
+two-series formula with every term in absolute value (an upper bound, as dp-accounting computes it).
 
-* Integer alpha:  ``A = sum_{k=0}^{alpha} C(alpha,k) (1-q)^(alpha-k) q^k exp((k^2-k)/(2 sigma^2))``.
-* Fractional alpha: the two-series formula of Sec. 3.3 of that paper, with each term taken in
-  absolute value exactly as dp-accounting does (``gammaln`` returns ``log|Gamma|``).  Summing
-  absolute values can only increase ``A``, so the result is an upper bound on the true value.
+Why a module of its own rather than dp-accounting's: the same values, vectorised over steps and
+orders, so that a schedule of ``T`` distinct ``(q_k, sigma_k)`` costs a handful of array
+operations per order, and every value is an upper bound to the last ulp (which a certified
+epsilon needs).  Per (step, order) the cheapest exact route is taken (dominant term, dense or
+pruned integer sums, blocked fractional series); near ``A = 1`` the RDP comes from ``A - 1`` so
+that huge noise never rounds it to 0.  An order that cannot be evaluated is listed in
+:attr:`RdpCurve.dropped` with ``rdp = inf``.
 
-Everything is computed in log space and vectorised over steps (rows) and orders; a schedule of
-``T`` distinct ``(q_k, sigma_k)`` is a handful of array operations per order (no Python loop
-over steps), chunked over rows to bound memory.  Identical steps are grouped (``np.unique``)
-so a constant schedule costs one evaluation.  Per (step, order) pair the cheapest exact route:
+Long schedules (``evaluation="grid"``, or ``"auto"`` where the grid pays, see
+:mod:`accounting.sigma_grid`) are bounded from exact values on a sigma grid: chords of ``log A``
+(convex in ``1/(2 sigma^2)``) at integer orders, sigma rounded down (RDP is non-increasing in
+sigma) and the alpha-chord at fractional ones; such orders are listed in :attr:`RdpCurve.bounded`.
+:func:`subsampled_gaussian_rdp_steps` is always exact.
 
-1. dominant term (:func:`_top_ok`): if a bound on every other term is below ``e^-60`` times the
-   ``k = alpha`` term, ``log A`` is that term (O(1); for fixed q the test is monotone in sigma,
-   so a binary search over the sorted steps finds the dominated prefix per order);
-2. integer orders: all terms of all small orders in one dense pass
-   (:func:`_log_a_int_dense`); large orders use pruned blocks (:func:`_log_a_int`);
-3. fractional orders: dp-accounting's series in growing blocks (:func:`_log_a_frac`), with a
-   special-function-free kernel in the far tail (:func:`_frac_far_tail`).
-
-Precision near A = 1 (huge noise, tiny q): ``A - 1`` is O(q^2 / sigma^2), below double
-precision relative to A, so a plain sum rounds the RDP to 0 -- for any number of steps, which
-would be unsound.  Integer orders whose plain ``log A`` is below :data:`_PRECISE_BELOW` are
-recomputed from ``A - 1 = sum_k C(alpha,k) q^k (1-q)^(alpha-k) expm1((k^2-k) s)`` (nonnegative
-terms, full relative precision; :func:`_log_a_int`), and fractional orders are capped by the
-chord of ``log A`` between the neighbouring integer orders (:func:`_frac_with_chord`), their
-series entering with an absolute rounding allowance.  Every per-step value is therefore > 0
-and an upper bound to within relative rounding (tested against 60-digit quadrature).
-
-Truncations and bounds (all hold up to double rounding, ~1e-16 relative in ``log A``):
-
-* dominant term / pruned integer blocks: the omitted terms total at most ``(alpha+1) e^-60``
-  times the kept sum; the pruned sums add ``log1p((alpha+1) e^-60)`` back, and the dominant
-  term is only used where ``log A >= 60`` (so its e^-60 relative slack is below rounding).
-* fractional orders: the same series and stopping rule as dp-accounting (stop once both
-  series' terms decrease and fall below ``total - 30``), so values agree with it to rounding.
-  On top, a rigorous check (:func:`_log_a_frac`, :func:`_frac_certify`) that the truncated
-  absolute series still upper-bounds the true ``A_alpha``; where that cannot be shown a
-  rigorous remainder bound is added (conservative; observed deviation from dp-accounting
-  < 1e-9 relative).  A series that has not stopped after ``_FRAC_MAX_TERMS`` terms
-  (dp-accounting gives up after 1000) drops the order with that reason.
-
-Cost: fractional orders near 1 at moderate noise (sigma ~ 0.2-1 for q ~ 0.01) need hundreds to
-thousands of series terms per step (their terms decay only polynomially), exactly as in
-dp-accounting; this dominates long schedules whose steps all sit in that regime.
-
-An order that cannot be evaluated (overflow, non-convergence) is reported in
-:attr:`RdpCurve.dropped`; its ``rdp`` entry is ``inf`` so that no caller can use it by accident.
-
-Long schedules (``evaluation="grid"``, or ``"auto"`` from :data:`AUTO_GRID_MIN_ROWS` distinct
-steps on where the grid is estimated to cost at most half, see :func:`_grid_pays`).  Exact
-evaluation costs a few microseconds per (step, fractional order), so 10^5 distinct steps take
-tens of seconds.  Instead, per sample rate q, the RDP is evaluated exactly (by the code above)
-on a grid ``g_0 < ... < g_m`` of noise multipliers covering ``[min sigma, max sigma]`` (both
-ends exact, the rest anchored at ``ratio**j`` so that rescaled schedules share points, whose
-values are cached), and every step is bounded from the grid:
-
-* Integer orders -- chord in ``s = 1/(2 sigma^2)``.  ``log A_alpha(s) = logsumexp_k [log
-  C(alpha,k) + (alpha-k) log(1-q) + k log q + (k^2-k) s]`` is a log-sum-exp of functions affine
-  in s, hence convex in s (log-sum-exp is convex and non-decreasing in each argument).  A convex
-  function lies below its chords, so for ``S_{i+1} <= s <= S_i`` (``S_i = 1/(2 g_i^2)``) linear
-  interpolation of ``log A`` (equivalently of the RDP; max(., 0) keeps convexity) between the two
-  grid points is an upper bound.  Excess: ``<= (1/8) max|f''| (S_i - S_{i+1})^2``, second order
-  in the spacing (larger only in the one interval where ``log A`` bends sharply, where the
-  ``k = alpha`` term takes over).
-* Fractional orders -- rounding sigma down.  The signed series has no sign structure we can
-  use, so no convexity is assumed.  Instead: the RDP of the subsampled Gaussian is the Renyi
-  divergence between ``(1-q) N(0, sigma^2) + q N(1, sigma^2)`` and ``N(0, sigma^2)``; for
-  ``sigma' > sigma`` both are obtained from the sigma-pair by adding independent
-  ``N(0, sigma'^2 - sigma^2)`` noise, a Markov kernel, so by the data-processing inequality the
-  divergence at ``sigma'`` is at most that at ``sigma``: non-increasing in sigma.  Hence the
-  value at the grid point ``g_j <= sigma`` (float comparison, exact) bounds the step, and the
-  computed value there is itself an upper bound on the truth (above).  Excess: first order,
-  about ``|d rdp / d log sigma| log(g_{j+1}/g_j)``.
-* Fractional orders, second bound: ``(alpha-1) D_alpha = log int p^alpha q^(1-alpha)`` is convex
-  in alpha (Hoelder), also summed over steps, and 0 at alpha = 1; so with integer orders
-  ``a < alpha < b`` of the grid (or a = 1) ``D_alpha <= ((b-alpha)(a-1) D_a + (alpha-a)(b-1) D_b)
-  / ((b-a)(alpha-1))`` with the integer orders' upper bounds inserted (nonnegative weights).
-  The smaller of the two bounds is used (the chord wins at larger orders; for alpha in (1,2)
-  it only gives ``D_alpha <= D_2``).
-
-The grid starts geometric (neighbours :data:`GRID_RATIO` apart) and is refined once where the
-estimated excess (interval by interval) is largest, aiming at a relative excess
-:data:`GRID_TOL` per order; any grid is sound, refinement only buys tightness.  The returned
-curve lists every grid-bounded order in :attr:`RdpCurve.bounded` with an *estimate* of its
-excess over the exact evaluation (integer orders: chord minus the larger of the monotone bound
-and the secant extensions of the neighbouring intervals -- a rigorous bound on the chord's
-excess over the exact convex function; fractional orders: value at the grid point below
-minus the value at the grid point above, i.e. rounding the other way).
-:func:`accounting.conversion.rdp_to_epsilon` turns these into a warning.  Measured (q = 0.01,
-inv-k, 10^5 steps, default grid): epsilon 1e-3 (base sigma 300, eps ~ 17) to 4e-3 (base 30)
-relative above the exact evaluation.  :func:`subsampled_gaussian_rdp_steps` is always exact.
+This module is the facade: the evaluation lives in ``_log_a_int``, ``_log_a_frac``,
+``_rdp_evaluate`` and ``sigma_grid``.  Derivations, truncation bounds and measured gaps:
+``docs/rdp-numerics.md``.
 """
 
 from __future__ import annotations
@@ -115,14 +43,9 @@ from accounting.sigma_grid import AUTO_GRID_MIN_ROWS as AUTO_GRID_MIN_ROWS
 from accounting.sigma_grid import AUTO_GRID_THRESHOLD as AUTO_GRID_THRESHOLD
 from accounting.sigma_grid import EVALUATIONS, GRID_MIN_RATIO, GRID_RATIO, GRID_TOL, grid_total
 
-# The implementation lives in: rdp_curve (RdpCurve), _log_a_int / _log_a_frac (integer- and
-# fractional-order log A), _rdp_evaluate (per-step evaluation) and sigma_grid (long schedules).
-# The private names imported above ``as`` themselves are re-exported for the modules and tests
-# that reach them through here.  A module-global that is *rebound* (monkeypatched) must be
-# rebound in its home module -- rebinding it here would not reach the code that reads it -- so
-# the tunable private constants are deliberately not re-exported (a stale
-# ``monkeypatch.setattr(rdp, ...)`` then fails loudly); the public AUTO_GRID_* above are read
-# from :mod:`accounting.sigma_grid` at call time.
+# A module-global that a test rebinds must be rebound in its home module (rebinding it here would
+# not reach the code that reads it), so the tunables are not re-exported; the public AUTO_GRID_*
+# above are read from :mod:`accounting.sigma_grid` at call time.
 __all__ = [
     "AUTO_GRID_MIN_ROWS",
     "AUTO_GRID_THRESHOLD",

@@ -51,6 +51,12 @@ class RdpCurve:
     an exact evaluation; ``gap >= 0`` estimates how far it may exceed the exact value.
     ``a + b`` is composition (RDP adds at each order; gaps add too); ``c.scaled(k)`` is the
     k-fold self-composition.
+
+    Args:
+        orders: the RDP orders, 1-D.
+        rdp: the RDP at each order (same shape; NaN/inf entries without a reason are dropped).
+        dropped: ``(order, reason)`` of the orders that could not be evaluated.
+        bounded: ``(order, gap)`` of the orders holding a grid upper bound.
     """
 
     orders: np.ndarray

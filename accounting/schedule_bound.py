@@ -2,83 +2,20 @@
 
 For the named schedules of :mod:`accounting.schedules` with decreasing noise (``inv-k``,
 ``inv-sqrt-k``, ``exp`` with ``rho > 1``) the steps ``k = 1..T`` are never enumerated: the RDP
-is evaluated exactly (:mod:`accounting.rdp`) at the points ``g_0 = sigma_T < g_1 < ... < g_m =
-sigma_1`` of an anchored geometric sigma lattice (neighbours at most ``ratio`` apart, the same
-points and cache as the sigma grid of :mod:`accounting.rdp`), and the sum over the steps whose
-noise falls in each lattice cell ``[g_j, g_{j+1}]`` is bounded in closed form from the two
-end values.  Cost: ``m + 1 ~ log(sigma_1 / sigma_T) / log(ratio)`` exact evaluations (one
-calibration shares most of them through the cache), plus O(m) arithmetic -- the same for
-T = 10^3 and T = 10^9.  The derivation, step by step (``f_alpha(sigma)`` is the per-step RDP of
-the Poisson-subsampled Gaussian at order alpha, ``s = 1/(2 sigma^2)``):
+is evaluated exactly (:mod:`accounting.rdp`) at the points of an anchored geometric sigma lattice
+(neighbours at most ``ratio`` apart, shared with the sigma grid's cache), and the sum over the
+steps whose noise falls in each lattice cell is bounded in closed form from the two end values.
+Cost: ``~ log(sigma_1 / sigma_T) / log(ratio)`` exact evaluations plus O(lattice) arithmetic, the
+same for T = 10^3 and T = 10^9.
 
-1. *Cells are step ranges.*  sigma_k is strictly decreasing in k, so the steps with
-   ``g_j <= sigma_k < g_{j+1}`` (the top cell also takes ``sigma_k = g_m``) are a range
-   ``a_j..b_j`` of integers, found from the schedule's inverse and then checked against the
-   schedule's own float values (:func:`_count_at_least`), so the cells partition ``1..T``
-   exactly as :func:`accounting.schedules.noise_multipliers` computes the steps.
-2. *Monotonicity (every order).*  ``f_alpha`` is non-increasing in sigma (data processing: more
-   Gaussian noise is a Markov kernel applied to both mixture components; proved in the
-   :mod:`accounting.rdp` docstring).  So every step of cell j has ``f_alpha(sigma_k) <=
-   f_alpha(g_j)``, and the cell sums to at most ``n_j f_alpha(g_j)`` (``n_j`` steps).
-3. *Convexity of log A (integer orders).*  ``log A_alpha(s)`` is a log-sum-exp of functions
-   affine in s, hence convex, and so is ``f = log A / (alpha - 1)``.  On cell j, s runs over
-   ``[S_{j+1}, S_j]`` (``S_j = 1/(2 g_j^2)``) and ``f(s) <= f(S_{j+1}) + D_j tau(s)`` with
-   ``tau = (s - S_{j+1}) / (S_j - S_{j+1}) in [0, 1]``, ``D_j = f(S_j) - f(S_{j+1})`` (a convex
-   function lies below its chord); summed: ``n_j f(g_{j+1}) + D_j sum_k tau_k``.
-3b. *Convexity of A (every order > 1).*  With ``x ~ N(0, 1)`` and ``v = 1/sigma^2 = 2 s``,
-   ``A_alpha = E h(L_v)``, ``h(y) = (1 - q + q y)^alpha``, ``L_v = exp(sqrt(v) x - v/2)``: the
-   likelihood ratio of N(1/sigma, 1) to N(0, 1), distributed as geometric Brownian motion
-   ``exp(B_v - v/2)`` at time v.  By Ito, ``d/dv E h(L_v) = E k(L_v) / 2`` with ``k(y) =
-   h''(y) y^2 = alpha (alpha-1) q^2 y^2 (c + q y)^(alpha-2)``, ``c = 1 - q``; and k is convex on
-   y >= 0: ``k'' (c + qy)^(4-alpha) / (alpha (alpha-1) q^2) = 2c^2 + 4(alpha-1) c t + (alpha-1)
-   alpha t^2 >= 0`` (``t = qy``).  ``L`` is a martingale in v, so ``E k(L_v)`` is
-   non-decreasing in v (conditional Jensen), i.e. ``A_alpha`` is convex in s.  Hence
-   ``A(s_k) <= A_{j+1} + tau_k (A_j - A_{j+1})`` and, log being concave (Jensen over the cell)
-   and increasing, ``sum_k f(s_k) <= n_j [f_{j+1} + log1p(tau_bar expm1((alpha-1) D_j)) /
-   (alpha-1)]`` with ``tau_bar = sum_k tau_k / n_j``.  Used for fractional orders (for integer
-   ones the chord of log A, step 3, is tighter).  In both steps the computed end values are
-   upper bounds of the true ones, which only raises the chord; ``D_j < 0`` (rounding) is
-   replaced by 0 (the chord is below the larger end value).
-4. *The step sums in closed form* (an upper bound on ``sum_k s_k``, so on ``sum_k tau``; its
-   coefficients are >= 0):
-   ``inv-k``: ``s_k = k / (2 sigma^2)``, an arithmetic series (exact);
-   ``exp``: ``s_k = rho^(2k/T) / (2 sigma^2)``, a geometric series,
-   ``e^(c a) expm1(c n) / expm1(c)`` with ``c = 2 log(rho) / T`` (exact);
-   ``inv-sqrt-k``: ``s_k = sqrt(k) / (2 sigma^2)``; sqrt is concave, so on each ``[k, k+1]`` the
-   trapezoid lies below it, ``(sqrt(k) + sqrt(k+1))/2 <= integral over [k, k+1]``, and summing,
-   ``sum_{k=a}^{b} sqrt(k) <= (2/3) (b^(3/2) - a^(3/2)) + (sqrt(a) + sqrt(b)) / 2``.  (The
-   midpoint rule goes the other way for a concave function, ``sqrt(k) >= integral over
-   [k - 1/2, k + 1/2]``: it gives the *lower* sum used for the bracket only.  Used as the upper
-   sum, it would put the bound 1.6e-7 below the truth at T = 4097.)
-   Cells of at most :data:`_DIRECT_MAX` steps are summed term
-   by term instead.  Each sum gets a rounding allowance of ``64 eps (n + b + 1)`` times the
-   largest term (it is >= the float error of the formulas), and ``sum tau`` is capped at n.
-5. *Fractional orders, alpha-chord.*  ``(alpha - 1) D_alpha`` is convex in alpha (Hoelder) and 0
-   at alpha = 1, for each step and so for each cell sum; with the integer orders ``a < alpha <
-   b`` of the grid (a = 1 allowed, value 0) the cell sum at alpha is at most ``((b - alpha)(a -
-   1) U_a + (alpha - a)(b - 1) U_b) / ((b - a)(alpha - 1))``, ``U`` the cell bounds of step 3
-   (nonnegative weights).  Each cell takes the smallest of steps 2, 3/3b and 5.
-6. The total is the sum of the cell bounds: an upper bound on the exact composed RDP at every
-   order, up to double rounding (as every value of :mod:`accounting.rdp`).
+Why it is an upper bound: per cell, the smallest of monotonicity in sigma (data processing), the
+chord of ``log A`` (convex in ``s = 1/(2 sigma^2)``, integer orders), the chord of ``A`` (convex
+in s at every order > 1, an Ito/martingale argument) and the alpha-chord (Hoelder), with the step
+sums in closed form rounded up.  ``bounded`` reports each order's bracket width.  Measured at the
+D2P2 defaults: epsilon 7e-5 relative above the exact per-step evaluation.
 
-Steps 3b and 5 use properties of the *true* RDP, so at fractional orders the bound can lie
-below dp-accounting's per-step series (which sums absolute values and overstates the truth,
-e.g. by 70% at q = 0.37, sigma = 1.7, alpha = 1.25), never below the truth; the tests check
-fractional orders against quadrature.
-
-Tightness: second order in the lattice spacing at every order (steps 3 and 3b).  ``bounded``
-reports per order a bracket width ``upper - lower``, ``lower`` summing pointwise lower bounds
-of the convex function (monotonicity and the extended chords of the neighbouring cells,
-:func:`_lower_cells`): at integer orders the exact value lies in ``[upper - gap, upper]`` (the
-gap overstates the excess); at fractional orders it is an estimate (built from the series
-values at the lattice points, whose excess over the truth varies with sigma).  The lattice
-starts at ``ratio`` and is refined where the brackets are widest (any lattice is sound;
-refinement only buys tightness).  Measured (q = 1024/60000,
-T = 2344, delta = 1e-5, default settings, ~0.1 s each from a cold cache): epsilon above the exact
-per-step evaluation by 7e-5 relative (inv-sqrt-k, base 3/1.05128, the D2P2 defaults; the
-refined sigma grid of :mod:`accounting.rdp` gives 1.3e-3), 6e-6 (inv-sqrt-k, base 11.23),
-9e-5 (inv-k, base 30), 9e-5 (exp, rho 2, base 1); tested in
-``tests/accounting/test_schedule_integral_bound.py``.
+Derivation steps 1-6, the closed-form sums and the measurements: ``docs/rdp-numerics.md``,
+"Smooth schedules"; tested in ``tests/accounting/test_schedule_integral_bound.py``.
 """
 
 from __future__ import annotations

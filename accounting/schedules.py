@@ -43,7 +43,20 @@ DEFAULT_RHO = 2.0
 
 
 def noise_multipliers(name: str, base: float, steps: int, *, rho: float = DEFAULT_RHO) -> np.ndarray:
-    """Per-step noise multipliers ``sigma_1..sigma_T`` (shape ``(T,)``) of schedule ``name``."""
+    """Per-step noise multipliers ``sigma_1..sigma_T`` (shape ``(T,)``) of schedule ``name``.
+
+    Args:
+        name: one of :data:`SCHEDULES` (``constant``, ``inv-k``, ``inv-sqrt-k``, ``exp``).
+        base: the base noise multiplier sigma (> 0).
+        steps: the number of steps T (>= 1).
+        rho: the ``exp`` schedule's ratio, ``sigma_k = sigma rho^(-k/T)``.
+
+    Returns:
+        An array of shape ``(T,)``.
+
+    Raises:
+        InvalidParameter: an unknown ``name`` or an out-of-range ``base``, ``steps`` or ``rho``.
+    """
     if name not in SCHEDULES:
         raise InvalidParameter("--schedule", f"must be one of {', '.join(SCHEDULES)} (got {name!r})")
     sigma = validate.positive("--noise-multiplier", base)
@@ -76,13 +89,19 @@ def _sigma_at(name: str, sigma: float, k: np.ndarray, t: int, rho: float) -> np.
 
 
 def schedule_blocks(
-    name: str, base: float, steps: int, *, rho: float = DEFAULT_RHO, rounding: str = "down"
+    name: str,
+    base: float,
+    steps: int,
+    *,
+    rho: float = DEFAULT_RHO,
+    rounding: str = "down",
+    exact_steps: int = EXACT_STEPS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(values, counts)`` describing ``sigma_1..sigma_T`` in O(min(T, #blocks)) memory.
 
-    Up to :data:`EXACT_STEPS` steps this is the exact schedule (every count 1).  Beyond, the
-    steps are cut into consecutive blocks within which sigma_k (monotone in k for every schedule
-    here) varies by at most :data:`BLOCK_RATIO`, and each block is represented by its smallest
+    Up to ``exact_steps`` (default :data:`EXACT_STEPS`) steps this is the exact schedule (every count
+    1).  Beyond, the steps are cut into consecutive blocks within which sigma_k (monotone in k for
+    every schedule here) varies by at most :data:`BLOCK_RATIO`, and each block is represented by its smallest
     sigma (``rounding="down"``: the per-step RDP is non-increasing in sigma, so an upper bound on
     epsilon stays an upper bound) or its largest (``"up"``: for lower bounds, where extra noise
     is post-processing).  inv-k at T = 1e9 gives ~2.1e4 blocks.
@@ -96,7 +115,7 @@ def schedule_blocks(
     r = validate.positive("--rho", rho) if name == "exp" else DEFAULT_RHO
     if name == "constant":
         return np.array([sigma]), np.array([t], dtype=np.int64)
-    if t <= EXACT_STEPS:
+    if t <= exact_steps:
         return noise_multipliers(name, sigma, t, rho=r), np.ones(t, dtype=np.int64)
     # block starts: geometric in k for the power laws (sigma_a / sigma_b = (b/a)^power), evenly
     # spaced for exp (sigma_a / sigma_b = rho^((b-a)/T)).

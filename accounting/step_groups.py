@@ -1,47 +1,22 @@
 """The Poisson-subsampled Gaussian steps of an :class:`~accounting.accountant.RdpAccountant`,
 grouped by sample rate, and the rule that turns them into a certified RDP curve.
 
-The rule (a function of the multiset ``{(q, sigma): count}`` of the history alone, so a restored
-checkpoint recomputes the same curve however the steps were batched while training):
+The rule is a function of the multiset ``{(q, sigma): count}`` of the history alone, so a restored
+checkpoint recomputes the same curve however the steps were batched while training.
+``evaluation="exact"`` evaluates every distinct step exactly.  ``evaluation="auto"`` (default)
+bounds a sample rate with at least :data:`GRID_MIN_ROWS` distinct noise values from the sigma grid
+where the grid needs at most half as many points, at the finest nested ratio
+(:func:`grid_level`) whose grid needs at most a quarter; every other rate is exact.  Measured
+excess over exact: 0.29% on the 2000-step inv-k benchmark, 1.06% at worst seen.
 
-* ``evaluation="exact"``: every distinct step is evaluated exactly
-  (:func:`accounting.rdp.subsampled_gaussian_rdp` with ``evaluation="exact"``).
-* ``evaluation="auto"`` (default): a sample rate ``q < 1`` with at least :data:`GRID_MIN_ROWS`
-  distinct noise values whose sigma grid needs at most half as many points as there are noise
-  values is bounded from the sigma grid (``evaluation="grid"``, no refinement:
-  :data:`GRID_TOL` is infinite); every other rate is exact.  The grid's ratio is
-  ``GRID_RATIO ** (1 / 2**k)`` at the finest level ``k <= GRID_MAX_LEVEL`` whose grid needs at
-  most a quarter (:data:`GRID_REFINE_SHARE`) as many points as there are noise values
-  (:func:`grid_level`): a narrow sigma range with many steps gets a fine grid.  Measured excess
-  over exact (tests/accounting/test_gdp_against_mpmath.py re-measures the linear case; each a whole history, one
-  flush): 0.29% on the 2000-step inv-k benchmark (z_k = 30/sqrt k, q = 0.01); 0.15% for linear
-  sigma 0.417 -> 0.364 (q = 0.035, T = 504) and for exp z = 1.5, rho = 2 (q = 0.004, T = 3000);
-  the worst seen is 1.06% for sigma_k = k^-1/4 (q = 0.01, T = 2000: sigma down to 0.15,
-  epsilon ~650).  The rule with one fixed ratio 1.02 (checkpoint version 2 before this change)
-  measured 0.40%, 2.3%, 1.4% and 4.2% on the same.  Its checkpoints still restore soundly:
-  the accountant keeps a stored total that is above the new rule's value (an upper bound
-  either way) and accepts one below it only after the exact check
-  (:meth:`accounting.accountant.RdpAccountant.load_state_dict`).
+Why the grid value is certified: one step's RDP is non-increasing in sigma and ``log A`` is
+convex in ``1/(2 sigma^2)``, so rounding sigma down and the chord between grid points are upper
+bounds; every grid value itself is an exact evaluation.  Exact groups are a running sum; a grid
+group is re-bounded as a whole, a few new steps go to an exact tail folded in by the next large
+flush or by :meth:`StepGroups.consolidate` before a checkpoint.
 
-Why the grid value is certified: RDP of one step is non-increasing in sigma, so rounding
-sigma down to a grid point is an upper bound (fractional orders); for integer orders
-``log A_alpha`` is convex in ``s = 1/(2 sigma^2)``, so the chord between the two bracketing grid
-points is an upper bound; the fractional orders are further capped by the chord of
-``(alpha - 1) D_alpha`` between integer orders (Hoelder).  The derivation is in
-:mod:`accounting.rdp` (module docstring and ``_grid_group``/``_alpha_chord``); every grid value
-itself is an exact evaluation.  Any grid gives a sound bound, so the grid only decides
-tightness, and the curve records it in ``RdpCurve.bounded``.
-
-Exact groups are kept as a running sum (new steps are evaluated in one vectorised call when a
-result is asked for); a grid group is re-bounded as a whole from the grid, whose values are
-cached in :mod:`accounting.rdp` across calls, so each flush costs only its new grid points.
-A flush of only a few new steps of a grid group (a trainer asking for epsilon every step)
-adds them exactly to the group's last bound instead (an exact *tail*: the bound of the earlier
-steps plus the exact RDP of the later ones bounds their composition); the tail is folded into
-a new bound of the whole group by the next larger flush, and by
-:meth:`StepGroups.consolidate`, which the accountant calls before writing a checkpoint so that
-the stored total is the rule's value (epsilon then moves to the rule's value, by at most the
-grid's excess).
+Measurements, the checkpoint rule across grid versions and the flush rules in full:
+``docs/rdp-numerics.md``, "The accountant's step groups".
 """
 
 from __future__ import annotations

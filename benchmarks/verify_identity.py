@@ -16,7 +16,7 @@ are listed, with their verdicts before and after), ``--ignore-key KEY`` drops a 
 every record (e.g. ``basis``, ``edge``) so the rest can still be shown unchanged.
 ``snap --jobs N`` runs the claims in N worker processes (``dptheory verify --jobs``), to show
 that the parallel run reports exactly what the serial one does. ``costs SNAP`` prints the
-per-claim seconds of a snapshot as the table of ``verification/cost_hints.py``.
+per-claim seconds of a snapshot as the tables of ``tools/cost_hints.py``.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--claim", action="append", default=[])
     sp.add_argument("--jobs", type=int, default=1)
-    hp = sub.add_parser("costs", help="print a snapshot's per-claim seconds (for cost_hints.py)")
+    hp = sub.add_parser("costs", help="print a snapshot's per-claim seconds (for tools/cost_hints.py)")
     hp.add_argument("snap")
     cp = sub.add_parser("compare", help="compare two snapshots")
     cp.add_argument("before")

@@ -317,6 +317,21 @@ def epsilon(
     * Clip21-SGD2M: ``clients``, ``tau``, ``rounds``;
     * accounting: ``orders`` (a ``--orders`` string or a sequence), ``conversion`` or its alias
       ``method`` (``"improved"`` or ``"classic"``).
+
+    Args:
+        noise_multiplier: the base noise multiplier z (default 1 with ``schedule_file``).
+        delta: the target delta, in (0, 1).
+        algo: the algorithm (one of ``accounting.algo_names.ALGO_NAMES``: ``dpsgd``, ``dicesgd``, ...).
+        mode: ``"certified"`` (the default), ``"claimed"``, or another mode the algorithm lists.
+        accountant: ``"rdp"`` or ``"pld"``.
+        defaults: None (every sampling option required) or ``"paper"``.
+        **options: the options listed above.
+
+    Returns:
+        A :class:`PrivacyReport`; its epsilon is unrounded (round it up when printing).
+
+    Raises:
+        InvalidParameter: a missing, unknown or out-of-range option, named by its Python keyword.
     """
     from accounting.algorithms.registry import get_algorithm
 
@@ -450,6 +465,25 @@ def calibrate(
     ``model_dim``, ``projection``, ``projection_sigma_max``, ``evaluation``, ``clients``, ``tau``,
     ``rounds``, ``orders``, ``conversion``/``method`` -- except that ``steps``, ``epochs``,
     ``rounds`` and schedule files cannot be given with ``target="steps"``.
+
+    Args:
+        eps: the target epsilon (> 0).
+        delta: the target delta, in (0, 1).
+        algo: the algorithm, as in :func:`epsilon`.
+        mode: the mode calibrated in (default: the algorithm's default, certified).
+        accountant: ``"rdp"`` or ``"pld"``.
+        target: ``"noise_multiplier"`` or ``"steps"``.
+        noise_multiplier: the fixed noise multiplier when ``target="steps"``.
+        progress: called as ``progress(value, epsilon)`` after every evaluation.
+        defaults: None or ``"paper"``, as in :func:`epsilon`.
+        **options: the options listed above.
+
+    Returns:
+        A :class:`PrivacyReport` at the calibrated value, with ``calibration`` filled in.
+
+    Raises:
+        InvalidParameter: a missing, unknown or out-of-range option, named by its Python keyword.
+        UnreachableTarget: no value of the target reaches ``eps``.
     """
     report_progress = progress or (lambda value, epsilon: None)
     from accounting.algorithms.registry import get_algorithm
@@ -589,6 +623,26 @@ def compare(
     number for the ``*_noise_multiplier`` keys).  The audit uses ``accounting.audit.run_audit``.
     ``progress(stage)``, if given, is called before each of the (up to 6) stages; options as in
     :func:`epsilon`.
+
+    Args:
+        delta: the target delta, in (0, 1).
+        algo: the algorithm, as in :func:`epsilon`.
+        eps: the target epsilon to calibrate to (exclusive with ``noise_multiplier``).
+        noise_multiplier: the noise multiplier to evaluate at (exclusive with ``eps``).
+        accountant: ``"rdp"`` or ``"pld"``.
+        mode: the mode ``eps`` is calibrated in.
+        audit_samples: Monte Carlo samples of the audit.
+        audit_confidence: the audit's confidence.
+        audit_seed: the audit's seed.
+        defaults: None or ``"paper"``, as in :func:`epsilon`.
+        progress: called as ``progress(stage)`` before each stage.
+        **options: as in :func:`epsilon`.
+
+    Returns:
+        A dict of claimed, certified and audit entries: reports, numbers, or ``"n/a (why)"``.
+
+    Raises:
+        InvalidParameter: bad input, named by its Python keyword.
     """
     stage = progress or (lambda name: None)
     from accounting.algorithms.registry import get_algorithm

@@ -33,7 +33,11 @@ FIGURES = (
 EPS_CAP = 1e3
 
 
-def _plt():
+def pyplot():
+    """``matplotlib.pyplot`` on the file-only Agg backend, imported on first use.
+
+    Shared by the figure modules so that importing them never loads matplotlib or opens a display.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,7 +72,7 @@ def bias_figure(path: str, *, quick: bool = False, progress: Callable[[str], Non
         prob = get_problem("dicesgd-b1", c=c)
         out["exact_root"].append(abs(float(prob.clipped_fixed_point("dpsgd", c1=c).point[0])))
         out["paper_claimed"].append(prob.notes["paper_claimed_fixed_point"])
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
@@ -146,7 +150,7 @@ def clip21_figure(path: str, *, quick: bool = False, progress: Callable[[str], N
     steps_b = 200 if quick else 1000
     seeds = 2 if quick else 4
     out: dict = {}
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for algo in names:
         if progress:
@@ -213,7 +217,7 @@ def epsilon_figure(path: str, *, quick: bool = False, progress: Callable[[str], 
     base, q, n, delta = 4.0, 0.01, 60000, 1e-5
     ts = np.unique(np.geomspace(10, 2000 if quick else 10000, 8 if quick else 16).astype(int))
     out: dict = {"steps": ts.tolist()}
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.4))
     for sched, color in (("constant", "tab:blue"), ("inv-sqrt-k", "tab:green"), ("inv-k", "tab:red")):
         if progress:

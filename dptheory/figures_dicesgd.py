@@ -111,14 +111,14 @@ def gap_heatmap_figure(
     path: str, *, quick: bool = False, progress: Callable[[str], None] | None = None
 ) -> dict:
     """Heat-map of certified/audit eps over G/C1 x C2/C1 (quick: 2 x 2 cells, 5000 samples)."""
-    from dptheory.figures import _plt
+    from dptheory.figures import pyplot
     from dptheory.runner import save_figure_atomic
 
     gs, c2s = (QUICK_GRID_G, QUICK_GRID_C2) if quick else (GRID_G, GRID_C2)
     samples = 5_000 if quick else 100_000
     rows = certified_vs_audit_grid(gs, c2s, samples=samples, progress=progress)
     ratio = np.array([[r["ratio"] for r in rows if r["c2_over_c1"] == c2] for c2 in c2s])
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.colors import LogNorm
 
     fig, ax = plt.subplots(figsize=(7.5, 3.2 + 0.5 * len(c2s)))
@@ -257,10 +257,10 @@ def tradeoff_figure(path: str, *, quick: bool = False, progress: Callable[[str],
 
 def draw_tradeoff(data: dict, path: str) -> None:
     """Draw :func:`tradeoff_points`' output (one panel per problem) into ``path``."""
-    from dptheory.figures import _plt
+    from dptheory.figures import pyplot
     from dptheory.runner import save_figure_atomic
 
-    plt = _plt()
+    plt = pyplot()
     n = len(data)
     fig, axes = plt.subplots(1, n, figsize=(7.2 * n, 5.6), squeeze=False)
     for ax, (name, d) in zip(axes[0], data.items(), strict=True):

@@ -1,4 +1,4 @@
-"""Select and run claims: the engine behind ``dptheory verify`` and ``verification.readme_table``."""
+"""Select and run claims: the engine behind ``dptheory verify`` and ``tools.readme_table``."""
 
 from __future__ import annotations
 

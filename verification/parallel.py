@@ -8,7 +8,7 @@ memo caches are per process and only ever hold values a claim would recompute id
 
 Scheduling: a claim is submitted once all its premises (``depends_on``) have finished; among the
 claims ready to run, the one heading the longest remaining chain of estimated cost goes first
-(:mod:`verification.cost_hints`), and at most ``jobs`` claims are in flight, so the order is
+(:mod:`verification.claim_costs`), and at most ``jobs`` claims are in flight, so the order is
 decided here and not by the pool's FIFO queue. Results are returned in the order asked for.
 
 Workers are forked by a ``forkserver`` (never from this process: torch is not fork-safe once it
@@ -80,7 +80,7 @@ def default_jobs(claims: Sequence[Claim], quick: bool, *, busy: float | None = N
     machine that others keep busy, two workers get the CPU share one process would get and pay
     for their start-up: measured slower than in-process, hence the idle count.
     """
-    from verification.cost_hints import estimated_seconds
+    from verification.claim_costs import estimated_seconds
 
     if len(claims) < 2:
         return 1
@@ -157,7 +157,7 @@ def _needed(claims: Sequence[Claim], resolve: Callable[[str], Claim]) -> dict[st
 
 def _priorities(needed: Mapping[str, Claim], quick: bool) -> dict[str, float]:
     """Each claim's estimated cost plus the costliest chain of claims waiting on it."""
-    from verification.cost_hints import estimated_seconds
+    from verification.claim_costs import estimated_seconds
 
     dependents: dict[str, list[str]] = {cid: [] for cid in needed}
     for cid, c in needed.items():

@@ -108,6 +108,25 @@ class PrivacyReport:
     algorithm defines one; per-client message for Clip21-SGD2M); ``order`` is the optimal
     Renyi order (``None`` for closed-form or PLD numbers). ``label`` is how the mode is shown
     to humans, e.g. ``"claimed (not certified)"``.
+
+    Attributes:
+        algo: the algorithm's registry name.
+        mode: ``"certified"``, ``"claimed"``, ...
+        accountant: ``"rdp"`` or ``"pld"``.
+        epsilon: the epsilon at ``delta`` (an upper bound in certified mode).
+        delta: the delta.
+        noise_multiplier: the base noise multiplier z.
+        noise_std: absolute noise std on the averaged update (or per message), where defined.
+        order: the optimal Renyi order, or None.
+        sample_rate: the Poisson rate q, where sampled.
+        steps: the number of steps (or rounds).
+        assumptions: what the number assumes, one sentence each.
+        warnings: human-readable warnings.
+        label: the mode as shown to humans.
+        defaults_assumed: parameters filled from the paper's defaults.
+        parameters: every resolved parameter.
+        calibration: the calibration's bracket and iterations, when calibrated.
+        details: accountant-specific facts (e.g. DiceSGD's certified regime).
     """
 
     algo: str

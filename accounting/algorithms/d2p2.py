@@ -1,50 +1,22 @@
 """D2P2-SGD, D2P-SGD and DP2-SGD (Jiang et al., "Balancing Utility and Privacy: Dynamically
 Private SGD with Random Projection", Algs. 1-3, Theorem 1, Table 3, Sec. 3, App. A.3).
 
-Mechanism (Alg. 1): per-example gradients are *normalised*, ``g^s = grad / (||grad|| + gamma)``
-(norm < 1 for gamma > 0: per-example sensitivity <= 1, no clipping threshold), averaged over
-the batch, ``g_k = (1/B) sum_s g^s``, projected and perturbed in R^p:
-``y_k = (1/sqrt(p)) A_k^T g_k + eps_k`` with ``eps_k ~ N(0, sigma_{eps,k}^2 I_p)``, and the update is
-``x_{k+1} = x_k - alpha A_k y_k`` (post-processing of ``(A_k, y_k)``).
+Mechanism (Alg. 1): per-example gradients normalised to norm < 1, averaged, projected to R^p by
+``(1/sqrt(p)) A_k^T`` and perturbed with ``N(0, sigma_{eps,k}^2 I_p)``; the update is
+post-processing.  Noise convention (docs/architecture.md): ``z_k = B sigma_{eps,k}`` on the
+summed gradient (sensitivity 1), ``noise_std = z / B``; the paper's proof identifies sigma_eps
+with z, i.e. B times less noise than Alg. 1 with the paper's sigma_eps adds.  Schedules
+(``--schedule``) multiply z per step; Table 3's ``inv-sqrt-k`` for D2P2-SGD and D2P-SGD,
+constant for DP2-SGD; steps count iterations (an upper bound for per-epoch decay too).
 
-Noise convention (docs/architecture.md): the summed normalised gradient has sensitivity 1
-under add/remove, the noise on the *sum* is ``B sigma_{eps,k}``, so
-``z_k = B sigma_{eps,k}`` and ``noise_std = sigma_eps = z / B`` at the base step. The paper's
-own proof (Lemma 5, "sensitivity Delta = 1 for the mini-batch sum") uses sigma_eps itself as
-the multiplier of the sum, i.e. it identifies sigma_eps with our z: Alg. 1 run with the paper's
-sigma_eps adds B times more noise than its proof assumes. Calibrated z must be used in Alg. 1 as
-``sigma_eps = z / B``.
+``claimed``: Theorem 1 has an unspecified constant, so the paper's *argument* is evaluated:
+Abadi et al.'s accounting with the projection as post-processing (plus Lemmas 4-5's closed
+form, :func:`lemma45_epsilon`).  ``certified``: the projection is not post-processing (noise is
+added after projecting), so the step's multiplier is ``z_k / s`` with ``s`` the projection's
+sensitivity factor of :mod:`accounting.projection`, and a high-probability bound's failure
+probability beta costs ``e^eps beta`` of delta.  D2P-SGD has no projection: certified = claimed.
 
-Schedules (``--schedule``): per step ``z_k = z * f(k)``. Table 3 (and the released code):
-D2P2-SGD and D2P-SGD use ``sigma_{eps,k}^2 = sigma_eps^2 / sqrt(k)`` (``inv-sqrt-k``); DP2-SGD uses a
-constant one. The text and Theorem 1 use ``sigma_eps^2 / k`` (``inv-k``); available by name.
-Steps are counted per *iteration* (the paper's K is the number of iterations of Alg. 1). If
-the authors decayed per epoch instead, per-iteration decay gives less noise at every step,
-so our epsilon is an upper bound for that variant too.
-
-Variants (Table 3, App. A.2): d2p2sgd = projection + decaying noise; d2psgd = no projection
-(A = I) + decaying noise; dp2sgd = projection + constant noise.
-
-claimed
-    Theorem 1 (``sigma_eps^2 >= C2 B^2 K^2 ln(1/delta) / (n^2 eps^2)``) has an unspecified constant
-    C2 (App. A.3 ends "for some explicit constants C1 and C2" without giving them), so it gives
-    no number. We evaluate the paper's *argument*: Abadi et al.'s accounting of the noise
-    schedule with the projection treated as post-processing (Sec. 3.2 / App. A.3), i.e. the
-    subsampled-Gaussian RDP of multipliers ``z_k`` with sensitivity 1, computed exactly (the same
-    accountant and conversion as certified, so the two differ only by the projection). The
-    paper's own closed-form route (Lemma 5: ``7 q^2 eta / sigma^2`` for ``eta <= sigma^2 ln(1/q)/2``,
-    q < 1/10, then Lemma 4 = Mironov's classic conversion) is reported alongside
-    (:func:`lemma45_epsilon`).
-
-certified
-    The projection is *not* post-processing: the noise is added after projecting, so one
-    example moves the summed projected gradient by ``(1/sqrt(p)) A_k^T u`` whose norm can exceed 1.
-    ``accounting.projection`` bounds this factor s (fresh Gaussian A_k per step: chi-square
-    bound; fixed public A: sigma_max(A)/sqrt(p), exact or a Gaussian high-probability bound) and
-    the step is accounted as a subsampled Gaussian with multiplier ``z_k / s``; the failure
-    probability beta of a high-probability bound enters delta as ``e^eps beta`` (proof in
-    ``accounting/projection.py`` and docs/algorithms.md). Default: ``--projection fresh``, as in
-    Alg. 1 ("A_k is regenerated per iteration"). D2P-SGD has no projection: certified = claimed.
+The full derivation: ``docs/algorithms.md``, "The module's contract in full".
 """
 
 from __future__ import annotations

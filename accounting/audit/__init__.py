@@ -54,7 +54,22 @@ def run_audit(
     seed: int = 0,
     progress: bool = False,
 ) -> AuditResult:
-    """Audit ``params.algo`` at ``params.noise_multiplier`` and ``params.delta`` (see module doc)."""
+    """Audit ``params.algo`` at ``params.noise_multiplier`` and ``params.delta`` (see module doc).
+
+    Args:
+        params: a :class:`~accounting.algorithms.base.PrivacyParams` (``algo``, ``noise_multiplier``
+            and ``delta`` given; the rest is filled from the algorithm's paper defaults).
+        samples: Monte Carlo samples per hypothesis (where the audit samples).
+        confidence: the one-sided confidence of the lower bound.
+        seed: the seed of the audit's own randomness.
+        progress: show a tqdm bar on stderr.
+
+    Returns:
+        An :class:`AuditResult` with ``epsilon_lower`` and the claimed and certified numbers.
+
+    Raises:
+        InvalidParameter: a missing or out-of-range parameter, or an algorithm without an audit.
+    """
     from accounting import validate
     from accounting.algorithms.base import PrivacyParams
     from accounting.algorithms.registry import get_algorithm

@@ -1,50 +1,19 @@
 """A deterministic lower bound on DiceSGD's epsilon(delta) from *stored* residuals.
 
-The 1-D lattice audit (:mod:`accounting.audit.dicesgd`) gives every other example zero gradient,
-so xi''s residual is emitted at the next step, as in the flush regime. Here the others keep the
-error state saturated, ``e_t >= C2``, so ``clip(e_t, C2) = clip(e'_t, C2) = C2`` hides xi''s
-residuals, and then drain it in one step, releasing all of them together: a shift ``n a`` in one
-release instead of n shifts ``a`` spread over n releases (the maximum the conservation law of
-docs/hidden-state.md allows). The likelihood of that release averages over the others' Poisson bits,
-which a dynamic program over the (1-D, lattice) state of the *D* world computes exactly.
+The 1-D lattice audit (:mod:`accounting.audit.dicesgd`) emits xi''s residual at the next step.
+Here the other examples keep the error state saturated (``e_t >= C2``), which hides xi''s
+residuals, and then drain it in one step: a shift ``n a`` in one release instead of n shifts
+``a`` spread over n releases, the most the conservation law of docs/hidden-state.md allows.
 
-Instance (1-D, gradients crafted per step, as in the gradient-crafting threat model of Cebere,
-Bellet & Papernot 2025; every per-example gradient norm is <= G; flat clipping; add/remove pair
-``D`` (``n_o = N - 1`` others) and ``D' = D + {xi'}``; Poisson rate q; divisor B; lattice unit
-``l = C2 / c``, c an integer, chosen so that xi''s residual ``a' = alpha l <= (G - C1) / B``):
+Why it is a lower bound with confidence 1: the statistic ``Y = y_F`` is post-processing, so every
+threshold test on it bounds epsilon from below; the law of the error state under D is an exact
+forward recursion on the lattice (dropped binomial tails tracked and added to every upper
+bound); under D', on an event of the others' bits only, xi''s shift is ``a' Bin(F - f, q)``
+independent of the state.  One-sided bounds on both probabilities of each test, padded, give the
+epsilon returned (no sampling).  The design choices only decide how strong the bound is.
 
-* steps ``0 .. f-1`` (fill): the others have per-example residual ``+j l`` (gradient
-  ``C1 + B j l <= G``) on an active subset of ``n_t`` of them; xi' has gradient 0;
-* steps ``f .. F-1`` (storage): xi' has gradient ``C1 + B a'`` (residual ``a'``); the others keep
-  ``e_t >= C2`` (mean path ``c + kappa sd_t`` in lattice units);
-* step ``F-1`` also drains: the others' residual is negative, bringing ``e_F`` into ``(-C2, C2)``;
-* at step F the others have gradient 0 and xi' gradient ``C1 + B a'``; the statistic is ``Y = y_F``.
-
-Argument (each step holds for both neighbours):
-
-1. ``Y`` is a function of the release, so every threshold test on it bounds epsilon from below
-   (data processing): ``P'(Y > u) <= e^eps P(Y > u) + delta`` and
-   ``P(Y < u) <= e^eps P'(Y < u) + delta`` must hold for every u.
-2. Under D, ``Y = clip(e_F, C2) + w``, ``w ~ N(0, sigma1^2)``; ``e_{t+1} = h(e_t) + (1/B) sum r_i``
-   with ``h(e) = e - clip(e, C2)`` and the others' counts ``Bin(n_t, q)`` independent across steps:
-   the law of ``e_F`` on the lattice is an exact forward recursion (binomial pmf tails below
-   ``_PMF_FLOOR`` dropped; their mass is tracked and added to every upper bound).
-3. Under D', the others' bits have the same law and are independent of xi''s bits
-   ``b_t ~ Bern(q)``. Let ``d_t = e'_t - e_t >= 0``. ``d_f = 0``; ``d_{f+1} = b_f a'``; for t > f,
-   on ``A = {e_t >= C2 for t = f+1 .. F-1}`` (an event of the others' bits only),
-   ``h(e_t + d_t) = h(e_t) + d_t``, so ``d_F = a' n`` with ``n = sum_{t=f}^{F-1} b_t ~ Bin(F - f, q)``
-   independent of ``e_F``. Hence, with ``c_F = C1/B`` xi''s clipped gradient at step F,
-   ``P'(Y > u) >= sum_{e, n} P(e_F = e, A) P(n) E_b[Phibar((u - clip(e + a' n) - b c_F)/sigma1)]``
-   and ``P'(Y < u) <= (same sum with Phi) + P(A^c)``.
-4. Both inequalities of 1 are then evaluated on a grid of thresholds with these one-sided bounds
-   (lower bounds on the left-hand probabilities, upper bounds on the right-hand ones, each padded
-   by ``_PAD``) and the largest epsilon either forces is returned, minus ``_ROUNDING``: a lower bound
-   with confidence 1 (no sampling).
-
-Soundness does not depend on the design choices (f, the active counts, kappa, the drain target):
-they only decide how strong the bound is, and several designs may be tried and the maximum taken.
-The certified bounds of docs/hidden-state.md cover this instance: their proofs use only that each
-per-example gradient is a function of the step and the past releases with norm <= G.
+The instance and the argument, step by step: ``docs/audits.md``, "DiceSGD's stored-residual
+instance".
 """
 
 from __future__ import annotations

@@ -18,6 +18,22 @@ class AuditResult:
     ``epsilon_claimed`` / ``epsilon_certified`` are the paper's and our upper-bound numbers at
     the same noise (``None`` where a mode does not exist).  ``verdict`` compares them:
     ``"claim refuted on this instance"`` when ``epsilon_lower > epsilon_claimed``.
+
+    Attributes:
+        algo: the algorithm audited.
+        instance: the worst-case instance, in words.
+        noise_multiplier: the noise multiplier audited.
+        delta: the delta.
+        epsilon_lower: the lower bound on the true epsilon.
+        confidence: its confidence (1.0 for exact lower bounds).
+        epsilon_claimed: the paper's number, or None.
+        epsilon_certified: our upper bound, or None.
+        method: how the lower bound was computed.
+        assumptions_checked: ``(assumption, holds)`` pairs.
+        seed: the audit's seed, where it samples.
+        samples: its sample count, where it samples.
+        details: method-specific facts.
+        warnings: human-readable warnings.
     """
 
     algo: str

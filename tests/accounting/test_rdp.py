@@ -30,7 +30,7 @@ def dp_reference(q: float, sigmas: list[float], orders: list[float]) -> np.ndarr
 def assert_matches(ours: np.ndarray, ref: np.ndarray, steps: int, orders) -> None:
     """Integer orders: equal to 1e-9 relative.  Fractional orders: never looser than dp-accounting
     by more than our rounding allowance (``_FRAC_ROUNDING`` in log A), possibly tighter (the
-    order chord, see ``_frac_with_chord``; its soundness is tested against quadrature)."""
+    order chord, see ``frac_with_chord``; its soundness is tested against quadrature)."""
     fin = np.isfinite(ref)
     o = np.broadcast_to(np.asarray(orders, dtype=float), ref.shape)
     integer = fin & (o == np.floor(o))
@@ -66,14 +66,21 @@ def test_agrees_with_dp_accounting_default_grid_regimes():
     assert_matches(ours.rdp, ref, len(sigmas), DP_ACCOUNTING_ORDERS)
 
 
-def test_pruned_block_path_equals_dense_path(monkeypatch):
+def test_pruned_block_path_equals_dense_path():
+    """The two integer-order routes of accounting's RDP code give the same log A on the same steps."""
+    from accounting._log_a_int import log_a_int_dense, log_a_int_precise, log_s_of_sigma
+
     z = 3.0 / np.sqrt(np.arange(1, 41))
-    orders = np.array([2.0, 17.0, 64.0, 512.0, 2048.0])
-    monkeypatch.setattr(_rdp_evaluate, "_DENSE_MAX_ORDER", 10**6)
-    dense = subsampled_gaussian_rdp_steps(0.05, z, orders)
-    monkeypatch.setattr(_rdp_evaluate, "_DENSE_BUDGET", 0)
-    blocks = subsampled_gaussian_rdp_steps(0.05, z, orders)
+    alphas = (2, 17, 64, 512, 2048)
+    lq, l1q = np.full(z.size, math.log(0.05)), np.full(z.size, math.log1p(-0.05))
+    s, log_s = 1.0 / (2.0 * z**2), log_s_of_sigma(z)
+    dense = log_a_int_dense(lq, l1q, s, log_s, alphas)
+    rows = np.arange(z.size)
+    blocks = np.column_stack([log_a_int_precise(lq, l1q, s, log_s, rows, a) for a in alphas])
     np.testing.assert_allclose(blocks, dense, rtol=1e-12, atol=1e-15)
+    # and the evaluation through the public function is one of them, per order
+    steps = subsampled_gaussian_rdp_steps(0.05, z, np.array(alphas, dtype=float))
+    np.testing.assert_allclose(steps, dense / (np.array(alphas) - 1.0), rtol=1e-12, atol=1e-15)
 
 
 def test_fractional_orders_upper_bound_the_exact_integral():
@@ -160,7 +167,7 @@ def test_nonconverging_series_falls_back_to_the_order_chord(monkeypatch):
     assert curve.rdp[0] == pytest.approx(curve.rdp[1], rel=1e-15)
     # and when the chord is unusable too (its integer order overflows), the order is dropped
     for mod in (_log_a_frac, _rdp_evaluate):  # every module that calls it
-        monkeypatch.setattr(mod, "_log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
+        monkeypatch.setattr(mod, "log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
     curve = subsampled_gaussian_rdp(0.5, 1.0, [1.1])
     assert 1.1 in dict(curve.dropped) and "did not converge" in dict(curve.dropped)[1.1]
     assert math.isinf(curve.rdp[0])

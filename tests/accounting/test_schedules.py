@@ -109,17 +109,16 @@ def test_decreasing_schedules_spend_more_privacy():
 
 
 @pytest.mark.parametrize("name", ["inv-k", "inv-sqrt-k", "exp"])
-def test_blocked_schedule_rounds_every_step_the_safe_way(monkeypatch, name):
+def test_blocked_schedule_rounds_every_step_the_safe_way(name):
     """The soundness half of the test below, which is slow (an exact evaluation of 6000 distinct
     steps): beyond EXACT_STEPS the blocks' noise is rounded down (upper bounds) or up (lower
     bounds) at every single step, and the steps are all counted."""
     from accounting import schedules as sched_mod
 
-    monkeypatch.setattr(sched_mod, "EXACT_STEPS", 500)
     t = 6000
     exact = sched_mod.noise_multipliers(name, 40.0, t)
-    down, counts = sched_mod.schedule_blocks(name, 40.0, t, rounding="down")
-    up, counts_up = sched_mod.schedule_blocks(name, 40.0, t, rounding="up")
+    down, counts = sched_mod.schedule_blocks(name, 40.0, t, rounding="down", exact_steps=500)
+    up, counts_up = sched_mod.schedule_blocks(name, 40.0, t, rounding="up", exact_steps=500)
     assert counts.sum() == t and counts_up.sum() == t and down.size < t / 2
     assert np.all(np.repeat(down, counts) <= exact * (1 + 1e-15))
     assert np.all(np.repeat(up, counts_up) >= exact * (1 - 1e-15))
@@ -131,7 +130,7 @@ def test_blocked_schedule_rounds_every_step_the_safe_way(monkeypatch, name):
 # beyond EXACT_STEPS = 10^6 steps.
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["inv-k", "inv-sqrt-k", "exp"])
-def test_blocked_schedule_bounds_the_exact_one(monkeypatch, name):
+def test_blocked_schedule_bounds_the_exact_one(name):
     """Beyond EXACT_STEPS a schedule is cut into blocks with the noise rounded down (upper bounds)
     or up (lower bounds); each rounding is in the safe direction step by step, and the blocked
     epsilon stays within 1e-3 of the exact one."""
@@ -140,11 +139,10 @@ def test_blocked_schedule_bounds_the_exact_one(monkeypatch, name):
     from accounting.orders import DEFAULT_ORDERS
     from accounting.rdp import subsampled_gaussian_rdp
 
-    monkeypatch.setattr(sched_mod, "EXACT_STEPS", 500)
     t = 6000
     exact = sched_mod.noise_multipliers(name, 40.0, t)
-    down, counts = sched_mod.schedule_blocks(name, 40.0, t, rounding="down")
-    up, counts_up = sched_mod.schedule_blocks(name, 40.0, t, rounding="up")
+    down, counts = sched_mod.schedule_blocks(name, 40.0, t, rounding="down", exact_steps=500)
+    up, counts_up = sched_mod.schedule_blocks(name, 40.0, t, rounding="up", exact_steps=500)
     assert counts.sum() == t and counts_up.sum() == t and down.size < t / 2
     assert np.all(np.repeat(down, counts) <= exact * (1 + 1e-15))
     assert np.all(np.repeat(up, counts_up) >= exact * (1 - 1e-15))

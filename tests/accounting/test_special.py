@@ -148,7 +148,7 @@ def _clear_rdp_caches() -> None:
         log_a_int._int_tables,
         log_a_int._int_dense_tables,
         log_a_frac._frac_tables,
-        log_a_frac._frac_tables_stacked,
+        log_a_frac.frac_tables_stacked,
     ):
         fn.cache_clear()
     sigma_grid.GRID_CACHE.clear()

@@ -1,7 +1,7 @@
 """The README cannot drift from the code: its outputs, findings, imports and links are checked.
 
 * every example output (``console`` blocks, ``python`` blocks followed by a ``text`` block) equals
-  what the code prints now, in a fresh process (``python -m verification.readme_examples --write``
+  what the code prints now, in a fresh process (``python -m tools.readme_examples --write``
   refreshes them);
 * the findings table is the one generated from ``docs/verdicts.md``'s verdict table;
 * README code imports only public names, and every public name is documented in docs/api.md;
@@ -17,8 +17,8 @@ import re
 
 import pytest
 
-from verification import readme_examples as rx
-from verification import readme_table as rt
+from tools import readme_examples as rx
+from tools import readme_table as rt
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -88,7 +88,7 @@ def test_findings_are_generated_from_the_verdict_table() -> None:
     shown = rt.block(README, rt.FINDINGS_START, rt.FINDINGS_END)
     assert shown == expected, (
         "README findings differ from docs/verdicts.md: run "
-        "python -m verification.readme_table --findings README.md --from docs/verdicts.md"
+        "python -m tools.readme_table --findings README.md --from docs/verdicts.md"
     )
     assert all(cid in shown for cid, _ in rt.FINDINGS)
 

@@ -110,10 +110,10 @@ def test_b1_agrees_with_problem_module() -> None:
 @given(st.lists(vec, min_size=2, max_size=5), st.floats(0.01, 10), st.floats(1.0, 5.0))
 @settings(max_examples=40, deadline=None)
 def test_dicesgd_fixed_point_construction(points, c1, ratio) -> None:  # §3.1 with C2 >= C1
-    from verification.claims.dicesgd import _ef_fixed_point_residuals
+    from verification.claims.dicesgd import ef_fixed_point_residuals
 
     grads = np.array(points) - np.mean(points, axis=0)
-    r1, r2 = _ef_fixed_point_residuals(grads, c1, c1 * ratio)
+    r1, r2 = ef_fixed_point_residuals(grads, c1, c1 * ratio)
     assert max(r1, r2) <= 1e-9
 
 

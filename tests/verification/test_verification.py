@@ -223,7 +223,7 @@ def test_report_is_written_atomically(tmp_path, quick_run) -> None:
 
 
 def test_readme_table_splices_between_markers_only() -> None:
-    from verification.readme_table import END, START, splice
+    from tools.readme_table import END, START, splice
 
     doc = f"intro\n{START}\nold table\n{END}\noutro\n"
     out = splice(doc, "| new |\n")

@@ -16,7 +16,7 @@ from accounting.errors import InvalidParameter
 from .accountant import DptheoryAccountant
 from .d2p2_accounting import calibrate_d2p2, d2p2_layers
 from .lint import lint_setup
-from .optimizers import _OPTIMIZER_CLASSES, residual_clip_as_grad_bound
+from .optimizers import OPTIMIZER_CLASSES, residual_clip_as_grad_bound
 
 #: ``dp_optimizer`` names accepted by :class:`DptheoryPrivacyEngine` (``None``/"dpsgd": Opacus's own).
 DP_OPTIMIZERS = ("dpsgd", "dicesgd", "d2p2sgd", "d2psgd")
@@ -53,7 +53,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
             if k == "grad_sample_mode" and v not in (None, "hooks", "functorch", "ew"):
                 raise NotImplementedError(f"{self._dp_optimizer}: grad_sample_mode={v!r} is not supported")
         gen = kwargs.pop("noise_generator", None)
-        cls = _OPTIMIZER_CLASSES[self._dp_optimizer]
+        cls = OPTIMIZER_CLASSES[self._dp_optimizer]
         opts = dict(self._dp_options)
         if self._dp_optimizer == "d2psgd":
             opts["projection"] = "none"

@@ -356,4 +356,5 @@ class D2P2Optimizer(_PerSampleOptimizer):
             self.A = [a.to(p.device, p.dtype) for a, p in zip(own["A"], self.params, strict=True)]
 
 
-_OPTIMIZER_CLASSES = {"dicesgd": DiceSGDOptimizer, "d2p2sgd": D2P2Optimizer, "d2psgd": D2P2Optimizer}
+#: the optimizer class behind each ``DptheoryPrivacyEngine`` algorithm name (the engine builds it).
+OPTIMIZER_CLASSES = {"dicesgd": DiceSGDOptimizer, "d2p2sgd": D2P2Optimizer, "d2psgd": D2P2Optimizer}

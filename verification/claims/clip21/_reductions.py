@@ -31,13 +31,13 @@ import numpy as np
 from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g
-from verification.claims.clip21._references import (  # noqa: F401 - quad_clients, _deviation: used by tests
+from verification.claims.clip21._references import (  # noqa: F401 - quad_clients: used by tests
     RTOL,
-    _deviation,
     clip21_gd,
     mean_gradient,
     polyak_heavy_ball,
     quad_clients,
+    relative_deviation,
 )
 from verification.search import Domain, Param, Reading, adversarial_search
 
@@ -81,7 +81,7 @@ def heavy_ball_deviation(beta_hat, gamma_l, d, n, spread, dist, steps: int = 60)
     full = mean_gradient(grads)
     hb = polyak_heavy_ball(full, x0, gamma * float(beta_hat), 1.0 - float(beta_hat), steps - 1)
     return {
-        "ratio": _deviation(ref[1:], hb),
+        "ratio": relative_deviation(ref[1:], hb),
         "alpha": gamma * float(beta_hat),
         "momentum": 1 - float(beta_hat),
     }
@@ -189,7 +189,9 @@ def _hb_torch_inactive(ctx: Context) -> Outcome:
         _, xs, _, _ = _torch_case(1.0, beta_hat, tau, lr, steps, 0.0, ctx.seed)
         full = lambda x, grads=grads: sum(f(x) for f in grads) / len(grads)  # noqa: E731
         hb = polyak_heavy_ball(full, xs[0], lr * beta_hat, 1 - beta_hat, steps - 1)
-        rows.append({"beta_hat": beta_hat, "tau_never_binding": g(tau), "ratio": g(_deviation(xs[1:], hb))})
+        rows.append(
+            {"beta_hat": beta_hat, "tau_never_binding": g(tau), "ratio": g(relative_deviation(xs[1:], hb))}
+        )
     worst = max(r["ratio"] for r in rows)
     return Outcome(
         Verdict.CONFIRMED if worst <= 1 else Verdict.REFUTED,
@@ -241,7 +243,7 @@ def clip21_deviation(tau_rel, gamma_l, d, n, spread, dist, steps: int = 60) -> d
     )
     mine = clip21_gd(grads, x0, gamma, tau, steps)
     return {
-        "ratio": _deviation(ref["x"], mine),
+        "ratio": relative_deviation(ref["x"], mine),
         "tau": tau,
         "clipping_active_rounds": int(ref["clip_active"].any(1).sum()),
     }
@@ -310,7 +312,9 @@ def _alg3_check(ctx: Context) -> Outcome:
     for beta, beta_hat, tau, z in cases:
         _, xs, noises, grads = _torch_case(beta, beta_hat, tau, 0.1, steps, z, ctx.seed)
         ref = alg3_replay(grads, xs[0], 0.1, beta, beta_hat, tau, noises)
-        rows.append({"beta": beta, "beta_hat": beta_hat, "tau": tau, "z": z, "ratio": g(_deviation(xs, ref))})
+        rows.append(
+            {"beta": beta, "beta_hat": beta_hat, "tau": tau, "z": z, "ratio": g(relative_deviation(xs, ref))}
+        )
     worst = max(r["ratio"] for r in rows)
     return Outcome(
         Verdict.CONFIRMED if worst <= 1 else Verdict.REFUTED,

@@ -94,7 +94,7 @@ def clip21_gd(grads, x0: np.ndarray, gamma: float, tau: float, steps: int) -> np
     return np.array(out)
 
 
-def _deviation(a: np.ndarray, b: np.ndarray) -> float:
+def relative_deviation(a: np.ndarray, b: np.ndarray) -> float:
     """max_t ||a_t - b_t|| / (RTOL (1 + max_t ||b_t||)); nan when either run left the floats."""
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return float("nan")

@@ -15,7 +15,12 @@ def _orders():
     return np.asarray(DEFAULT_ORDERS, dtype=float)
 
 
-def _eps_schedule(q: float, base: float, K: int, delta: float, schedule: str) -> tuple[float, str]:
+def eps_schedule(q: float, base: float, K: int, delta: float, schedule: str) -> tuple[float, str]:
+    """Epsilon of K subsampled Gaussian steps under a named noise schedule, with its source line.
+
+    ``inv-k`` and ``inv-sqrt-k`` shrink the variance as sigma^2 / k and sigma^2 / sqrt(k); anything
+    else is constant.  Shared by the privacy-theorem claims that compare the schedules.
+    """
     k = np.arange(1, K + 1, dtype=float)
     if schedule == "inv-k":
         z = base / np.sqrt(k)  # variance sigma^2 / k

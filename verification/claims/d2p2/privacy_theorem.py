@@ -6,7 +6,7 @@ import math
 
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
 from verification.claims._util import audit_refutes_or_silent, g
-from verification.claims.d2p2._common import PAPER, _eps_schedule
+from verification.claims.d2p2._common import PAPER, eps_schedule
 from verification.claims.d2p2.thm1_alg1 import ANALYTIC_LOWER as THM1_ALG1_LOWER
 from verification.claims.d2p2.thm1_alg1 import thm1_alg1_witness
 from verification.search import Reading
@@ -143,7 +143,7 @@ def _thm1_proof_prescription(ctx: Context) -> Outcome:
         eta = 1 + 2 * math.log(1 / delta) / eps
         sigma = math.sqrt(14 * K * K * q * q * eta / eps)
         in_domain = eta <= 0.5 * sigma**2 * math.log(1 / q)
-        cert, src = _eps_schedule(q, sigma, K, delta, "inv-k")
+        cert, src = eps_schedule(q, sigma, K, delta, "inv-k")
         rows.append(
             {
                 "q": q,
@@ -300,7 +300,7 @@ def _thm1_implied_constants(ctx: Context) -> Outcome:
     for q, K, eps, delta in _thm1_cases(ctx)[: 1 if ctx.quick else None]:
 
         def f(b, q=q, K=K, delta=delta):
-            return _eps_schedule(q, b, K, delta, "inv-k")[0]
+            return eps_schedule(q, b, K, delta, "inv-k")[0]
 
         sigma = cal.calibrate_decreasing(f, eps, option="--noise-multiplier", lower=1e-2, upper=1e4).value
         c2 = sigma**2 * eps**2 / (q * q * K * K * math.log(1 / delta))
@@ -344,9 +344,9 @@ def _schedule_check(ctx: Context) -> Outcome:
     )
     src = ""
     for q, K, base, delta in cases:
-        e_k, src = _eps_schedule(q, base, K, delta, "inv-k")
-        e_sk, _ = _eps_schedule(q, base, K, delta, "inv-sqrt-k")
-        e_c, _ = _eps_schedule(q, base, K, delta, "constant")
+        e_k, src = eps_schedule(q, base, K, delta, "inv-k")
+        e_sk, _ = eps_schedule(q, base, K, delta, "inv-sqrt-k")
+        e_c, _ = eps_schedule(q, base, K, delta, "constant")
         rows.append(
             {
                 "q": q,

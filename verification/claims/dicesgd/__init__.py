@@ -24,7 +24,7 @@ from verification.claims.dicesgd import (
 )
 from verification.claims.dicesgd._common import PAPER
 from verification.claims.dicesgd.fixed_points import (
-    _ef_fixed_point_residuals,
+    ef_fixed_point_residuals,
     fixed_point_ef_domain,
 )
 from verification.claims.dicesgd.lemmas import lemma_a1_domain
@@ -88,7 +88,7 @@ __all__ = [
     "THM37_CASES",
     "THM37_FAR_CASE",
     "THM37_READINGS",
-    "_ef_fixed_point_residuals",
+    "ef_fixed_point_residuals",
     "dicesgd_claimed_sigma1",
     "fixed_point_ef_domain",
     "lemma_a1_domain",

@@ -13,7 +13,9 @@ from verification.claims.dicesgd._common import PAPER
 # =========================================================================== §2.2 and §3.1 fixed points
 
 
-def _b1_grads(c: float):
+def b1_grads(c: float):
+    """App. B.1's instance at clipping threshold ``c``: ``(C', xi, grads)`` with ``grads(x)`` the per-sample
+    gradients clipped at ``C'`` (one row per point of ``x``); shared with the Theorem 3.6 checks."""
     cp, xi = P.b1_instance(c)
 
     def grads(x: np.ndarray) -> np.ndarray:
@@ -26,7 +28,7 @@ def _fixed_point_gc(ctx: Context) -> Outcome:
     cs = [0.3, 0.5, 1.0, 2.0, 5.0] if ctx.quick else [0.1, 0.3, 0.5, 1.0, 1.5, 2.0, 3.3, 5.0, 10.0]
     rows = []
     for c in cs:
-        cp, xi, grads = _b1_grads(c)
+        cp, xi, grads = b1_grads(c)
         xt = P.b1_clipped_fixed_point(c)
         grad_f = float(np.mean(P.b1_grad(xt, xi, cp)))
         residual = float(np.mean(np.clip(P.b1_grad(xt, xi, cp), -c, c)))
@@ -71,7 +73,7 @@ def _fixed_point_gc(ctx: Context) -> Outcome:
     )
 
 
-def _ef_fixed_point_residuals(grads_at_opt: np.ndarray, c1: float, c2: float) -> tuple[float, float]:
+def ef_fixed_point_residuals(grads_at_opt: np.ndarray, c1: float, c2: float) -> tuple[float, float]:
     """Residuals of DiceSGD's two fixed-point equations at the paper's construction.
 
     grads_at_opt: (N, d) per-sample gradients at a stationary point (their mean is 0).
@@ -112,7 +114,7 @@ def _fixed_point_ef(ctx: Context) -> Outcome:
     tol = 1e-9
 
     def bad(p):
-        r1, r2 = _ef_fixed_point_residuals(*p)
+        r1, r2 = ef_fixed_point_residuals(*p)
         return max(r1, r2) > tol
 
     found = P.search_counterexample(_ef_strategy(True), bad, max_examples=n_ex, seed=ctx.seed)
@@ -126,7 +128,7 @@ def _fixed_point_ef(ctx: Context) -> Outcome:
     }
     if found is not None:
         grads_, c1, c2 = found
-        r1, r2 = _ef_fixed_point_residuals(grads_, c1, c2)
+        r1, r2 = ef_fixed_point_residuals(grads_, c1, c2)
         details["counterexample"] = {"grads": grads_.tolist(), "C1": c1, "C2": c2, "residuals": [r1, r2]}
         return Outcome(
             Verdict.REFUTED,
@@ -206,7 +208,7 @@ def _fixed_point_ef_control(ctx: Context) -> Outcome:
     """Negative control: with C2 < C1 the same construction must fail somewhere (the check can fail)."""
 
     def bad(p):
-        r1, r2 = _ef_fixed_point_residuals(*p)
+        r1, r2 = ef_fixed_point_residuals(*p)
         return max(r1, r2) > 1e-9
 
     found = P.search_counterexample(_ef_strategy(False), bad, max_examples=200, seed=ctx.seed)
@@ -218,7 +220,7 @@ def _fixed_point_ef_control(ctx: Context) -> Outcome:
             {"examples": 200},
         )
     grads_, c1, c2 = found
-    r1, r2 = _ef_fixed_point_residuals(grads_, c1, c2)
+    r1, r2 = ef_fixed_point_residuals(grads_, c1, c2)
     return Outcome(
         Verdict.CONFIRMED,
         f"with C2 < C1 the construction fails (C1={c1:.3g}, C2={c2:.3g}, residual {max(r1, r2):.3g}): "
@@ -232,7 +234,7 @@ def _fixed_point_ef_run(ctx: Context) -> Outcome:
     """Informative: does noise-free full-batch DiceSGD actually reach x* = 0 on App. B.1?"""
     rows = []
     for c in [0.5, 1.0, 2.0]:
-        cp, xi, grads = _b1_grads(c)
+        cp, xi, grads = b1_grads(c)
         out = simulate.dicesgd_1d(
             grads,
             len(xi),

@@ -17,7 +17,7 @@ from verification.claim import Check, Claim, Context, Outcome, Verdict
 from verification.claims._util import g
 from verification.claims.dicesgd._common import PAPER
 from verification.claims.dicesgd.remark_fixed_b import remark_fixed_b_check
-from verification.claims.dicesgd.thm37 import _cor38_symbolic, dicesgd_claimed_sigma1
+from verification.claims.dicesgd.thm37 import cor38_symbolic, dicesgd_claimed_sigma1
 from verification.search import Domain, Param, Reading
 
 DELTA = 1e-5
@@ -44,7 +44,7 @@ def dpsgd_certified_z(q: float, steps: int, eps: float, delta: float) -> float:
     return float(calibrate_decreasing(f, eps, option="--noise-multiplier", rtol=1e-3).value)
 
 
-def _dpsgd_eps_at(q: float, z: float, steps: int, delta: float) -> float:
+def dpsgd_eps_at(q: float, z: float, steps: int, delta: float) -> float:
     """DP-SGD's certified epsilon at ``z`` with the orders of :func:`dpsgd_certified_z`."""
     import numpy as np
 
@@ -176,7 +176,7 @@ def _remark_flush(ctx: Context) -> Outcome:
         # a pinned z (rounded up from the calibration) verified to certify (eps, 0.9 delta): an upper
         # bound on z_DP(0.9 delta), the direction the bound needs; saves one calibration
         z_dp_09 = 0.8949
-        if _dpsgd_eps_at(q, z_dp_09, steps, 0.9 * DELTA) > eps:
+        if dpsgd_eps_at(q, z_dp_09, steps, 0.9 * DELTA) > eps:
             z_dp_09 = dpsgd_certified_z(q, steps, eps, 0.9 * DELTA)
     else:
         z_dp_09 = dpsgd_certified_z(q, steps, eps, 0.9 * DELTA)
@@ -370,11 +370,11 @@ def _table_privacy(ctx: Context) -> Outcome:
 def _table_units(ctx: Context) -> Outcome:
     import sympy as sp
 
-    from verification.claims.dicesgd.thm36 import _units_gradient
+    from verification.claims.dicesgd.thm36 import units_gradient
     from verification.symbolic import inhomogeneous_terms
 
     C1, C2 = sp.symbols("C1 C2", positive=True)
-    gu = _units_gradient()
+    gu = units_gradient()
     unit, probs = inhomogeneous_terms(2 * C2 + C1**2, {C1: gu, C2: gu})
     return Outcome(
         Verdict.REFUTED if probs else Verdict.CONFIRMED,
@@ -615,9 +615,7 @@ CLAIMS = [
             Reading("G~ = 2 C2 + C1^2 as rendered", "the caption as flattened"),
         ),
         checks=(
-            Check(
-                "rate-entry-from-thm3.6-and-3.7", "symbolic", _cor38_symbolic, reading="G~ = C1^2 + 2 C2^2"
-            ),
+            Check("rate-entry-from-thm3.6-and-3.7", "symbolic", cor38_symbolic, reading="G~ = C1^2 + 2 C2^2"),
             Check("privacy-noise-entry", "privacy", _table_privacy, reading="G~ = C1^2 + 2 C2^2"),
             Check(
                 "units-of-caption",

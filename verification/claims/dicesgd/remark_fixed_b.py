@@ -46,7 +46,7 @@ FIXED_B_PINNED = (
 def fixed_b_row(n: int, steps: int, replay: bool = True) -> dict:
     """One row of the fixed-B family; ``replay`` evaluates the pinned pair, else searches afresh."""
     from accounting.audit.dicesgd_sum import dicesgd_sum_test_epsilon_lower
-    from verification.claims.dicesgd.noise_claims import _dpsgd_eps_at, dice_failing_sigma1, dpsgd_certified_z
+    from verification.claims.dicesgd.noise_claims import dice_failing_sigma1, dpsgd_certified_z, dpsgd_eps_at
 
     q = BATCH / n
     if replay:
@@ -66,7 +66,7 @@ def fixed_b_row(n: int, steps: int, replay: bool = True) -> dict:
         batch_size=BATCH,
         thresholds=thresholds,
     )
-    eps_dp = _dpsgd_eps_at(q, z_dp, steps, DELTA)
+    eps_dp = dpsgd_eps_at(q, z_dp, steps, DELTA)
     ok = eps_lower > EPS and eps_dp <= EPS
     return {
         "N": n,

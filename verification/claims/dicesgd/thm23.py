@@ -3,53 +3,15 @@
 "Given N, B, T and C, there exist positive constants u, v such that for any eps < u B^2 T / N^2,
 delta > 0, by choosing sigma1^2 >= v C^2 T ln(1/delta) / (N^2 eps^2), Algorithm 1 is (eps, delta)-DP."
 
-Algorithm 1 as printed adds w ~ N(0, sigma1^2 I) to the *sum* of the clipped gradients, so the noise
-multiplier is z = sigma1 / C and the statement asks z^2 >= v T ln(1/delta)/(N^2 eps^2); Abadi et al.
-need z >= c2 q sqrt(T log(1/delta))/eps with q = B/N, a factor B more.  Where w sits decides which:
+Two readings, by where the noise w sits: "Alg. 1 as printed" (headline; u, v universal) and
+"w on the averaged gradient" (the source's statement; non-deciding).  Both are refuted by one
+construction: full batch, linear losses, one clipped gradient replaced by a zero one; the T
+releases are then exactly a Gaussian mechanism with mu = sqrt(T) C / sigma1, whose delta(eps) is
+Balle & Wang's closed form.  If u, v may depend on N, B, T, C, the witness (u, v) = (N^2/(B^2 T),
+16 N^2) proves the statement for delta <= e^(-1/8), and it still fails as delta -> 1 (verdict
+with ``edge``; :func:`thm23_delta_edge` computes it without cancellation).
 
-* "Alg. 1 as printed" (headline: the paper's statement about its own algorithm, with u, v universal
-  constants as Table 1 and the remark after Thm 3.7 use them to compare noise levels);
-* "w on the averaged gradient" (the source's statement, Abadi Thm 1 with c2^2 = v): non-deciding.
-
-Both are refuted by the same construction: full batch (B = N, Algorithm 1 draws B of N examples),
-linear losses, one example whose gradient is clipped to norm C replaced by one with zero gradient
-(Definition 2.1: neighbours differ in one instance).  The T released iterates are then exactly a
-Gaussian mechanism with mu = sqrt(T) C / sigma1 (T independent shifts), whose delta(eps) is the
-closed form of Balle & Wang (2018).  For any (u, v):
-
-* Alg. 1 as printed: eps = 1, delta = 1e-5, T = ceil(2/u) (so eps < u T = u B^2 T/N^2) and
-  N >= 10 sqrt(v ln(1/delta)): at the smallest allowed sigma1, mu = N eps / sqrt(v ln(1/delta)) >= 10,
-  and delta(1; mu) >= delta(1; 10) ~ 1 > 1e-5 (delta(eps; mu) increases in mu);
-* w on the average: eps = 8 v L + 8 (L = ln(1/delta)), T = ceil(2 eps/u): mu = eps/sqrt(vL), so
-  -eps/mu + mu/2 >= 3 sqrt(vL) + 4/sqrt(vL) >= 6.9 and delta(eps; mu) >= Phi(6.9) - e^(-eps/2) > 0.98.
-
-If u, v may depend on N, B, T, C (the literal order of the quantifiers), v can absorb B^2 and the
-construction above no longer applies.  Under that reading the witness (u, v) = (N^2/(B^2 T), 16 N^2)
-works for every eps < u B^2 T/N^2 = 1 and every delta in (0, e^(-1/8)] (~0.8825):
-
-1. Replace-one neighbours (Definition 2.1).  Given the batch indices (drawn independently of the
-   data), the clipped sum moves by at most 2C, so each step is a Gaussian mechanism with
-   mu_t <= 2C/sigma1; T adaptive steps compose to mu = 2 sqrt(T) C/sigma1 (Dong, Roth & Su 2019,
-   GDP composition); mixing over the data-independent batch draw keeps (eps, delta)-DP.
-2. At the smallest allowed sigma1 (larger sigma1 only lowers mu): mu = 2 N eps/sqrt(v L) =
-   eps/(2 sqrt(L)), L = ln(1/delta), independent of N, B, T, C.
-3. Balle & Wang: delta(eps; mu) <= Phi(-eps/mu + mu/2) = Phi(-x), x = 2 sqrt(L) - eps/(4 sqrt(L))
-   >= 2 sqrt(L) - 1/(4 sqrt(L)) >= 0 when L >= 1/8.  With Phi(-x) <= exp(-x^2/2)/2 (x >= 0) and
-   x^2/2 >= 2L - 1/4 (expand the square, drop the positive last term): Phi(-x) <= exp(-2L + 1/4)/2
-   <= exp(-L) = delta whenever L >= 1/4 - ln 2, i.e. always.
-Noise on the averaged gradient is B times larger, so the same witness covers that placement.
-
-The one gap is delta -> 1 (L -> 0), and there the literal reading fails too (decisively, but only
-at that degenerate edge of the stated domain "delta > 0", so the verdict carries ``edge``).  Fix N, B,
-T, C and any (u, v) (they may depend on N, B, T, C but not on delta).  The full-batch instance above
-(shift C per step) at the smallest allowed sigma1 has mu = N eps/sqrt(v L), which -> oo as L -> 0,
-and 1 - delta(eps; mu) = Phi(eps/mu - mu/2) + e^eps Phi(-eps/mu - mu/2) <= (1 + e^eps) Phi(-mu/2 + eps/mu)
-~ exp(-mu^2/8) = exp(-N^2 eps^2/(8 v L)) shrinks faster than 1 - delta = 1 - e^(-L) ~ L.  So for
-every (u, v) some delta close to 1 has delta(eps) > delta.  Example (the reviewer's): N = B = 10,
-T = 1, C = 1, v = 16 N^2 (the witness above), eps = 0.5, delta = 1 - 1e-6: mu = 125 and
-1 - delta(eps) ~ e^(-1953) < 1e-6.  Abadi et al.'s Theorem 1 as stated fails there in the same way
-(its proof assumes small delta).  :func:`thm23_delta_edge` computes log(1 - delta) and
-log(1 - delta(eps; mu)) without cancellation (delta is given through L = ln(1/delta)).
+The proofs, step by step: ``docs/claim-proofs.md``, "DiceSGD Theorem 2.3".
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from verification import simulate
 from verification.claim import Check, Claim, Context, Outcome, Plot, Verdict
 from verification.claims._util import g
 from verification.claims.dicesgd._common import PAPER
-from verification.claims.dicesgd.fixed_points import _b1_grads
+from verification.claims.dicesgd.fixed_points import b1_grads
 from verification.search import Reading
 
 # =========================================================================== Theorem 3.6
@@ -47,7 +47,8 @@ def _thm36_symbolic(ctx: Context) -> Outcome:
     )
 
 
-def _units_gradient():
+def units_gradient() -> dict[str, int]:
+    """Dimensions of a gradient (loss per parameter unit), shared by the unit checks of Thm 3.6-3.8."""
     # base dimensions: F (loss), X (parameter); gradient = F/X
     return {"F": 1, "X": -1}
 
@@ -60,7 +61,7 @@ def _thm36_units(ctx: Context) -> Outcome:
     D, T, L, C1, C2, d, s1, sig, B, gn = sp.symbols(
         "Delta T L C1 C2 d sigma1 sigma B gradnorm2", positive=True
     )
-    gu = _units_gradient()
+    gu = units_gradient()
     units = {D: {"F": 1}, L: {"F": 1, "X": -2}, C1: gu, C2: gu, s1: gu, sig: gu, gn: {"F": 2, "X": -2}}
     K = 2 * C1**2 + 3 * C2**2 + d * s1**2
     exprs = {
@@ -135,7 +136,7 @@ def _cauchy_instance():
 def _b1_as_instance():
     c1 = 0.5
     cp, xi, G, sig, f = _b1_constants(c1)
-    _, _, grads = _b1_grads(c1)
+    _, _, grads = b1_grads(c1)
     return {
         "name": f"App. B.1 (convex Huber-like) with C={c1}, C'={cp}",
         "xi": xi,

@@ -1,6 +1,6 @@
 """Generated tables of the docs: the verdict table (``docs/verdicts.md``) and the README's findings.
 
-``python -m verification.readme_table [--quick] [--seed S] [--write F] [--findings F [--from V]]``
+``python -m tools.readme_table [--quick] [--seed S] [--write F] [--findings F [--from V]]``
 
 Without options it prints the verdict table, the same as ``dptheory verify --all --markdown-table``.
 ``--write F`` replaces the block between ``<!-- verdict-table:start -->`` and
@@ -145,7 +145,7 @@ def _read_with_markers(option: str, path: str, start: str, end: str) -> str | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m verification.readme_table", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m tools.readme_table", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="the CI-sized variant of every check")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--write", metavar="FILE", help="splice the verdict table into FILE (docs/verdicts.md)")

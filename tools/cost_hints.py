@@ -1,10 +1,10 @@
-"""Estimated seconds per claim, used only to order the work of ``dptheory verify --jobs N``.
+"""Measured seconds per claim, the source of :mod:`verification.claim_costs`' tables.
 
-The numbers are each claim's summed check wall time in a serial run on the 2-core development
-machine (``python benchmarks/verify_identity.py costs SNAP`` prints them from a snapshot). They
-decide which ready claim a free worker takes first (longest chains first, so the last claim to
-finish is a short one); a stale or missing entry only makes the schedule less tight, never the
-results different.
+Each number is a claim's summed check wall time in a serial run on the 2-core development machine
+(``python benchmarks/verify_identity.py costs SNAP`` prints them from a snapshot).  These timings are
+machine-specific development data, so they live here, outside the product package; ``dptheory
+verify --jobs`` needs only the slow claims, which ``python -m tools.cost_hints`` prints in the form
+of ``verification/claim_costs.py`` (``tests/verification/test_claim_costs.py`` keeps them equal).
 """
 
 from __future__ import annotations
@@ -177,15 +177,24 @@ FULL: dict[str, float] = {
     "dicesgd.thm3.7-clip-factor": 0.0,
 }
 
-#: claims not in the tables (a user's --claims-file): this much per check
-_PER_CHECK_S = 0.5
+#: claims under this many seconds are left to ``claim_costs.PER_CHECK_S``
+MIN_SECONDS = 1.0
 
 
-def estimated_seconds(claim_id: str, n_checks: int, quick: bool) -> float:
-    """The expected run time of one claim (from the tables, else ``n_checks`` times a default)."""
-    table = QUICK if quick else FULL
-    if claim_id in table:
-        return table[claim_id]
-    if not quick and claim_id in QUICK:
-        return 3.0 * QUICK[claim_id]  # a full run costs a few times the quick one
-    return _PER_CHECK_S * n_checks
+def slow(table: dict[str, float]) -> dict[str, float]:
+    """The entries of ``table`` of at least :data:`MIN_SECONDS`, sorted by claim id."""
+    return {cid: s for cid, s in sorted(table.items()) if s >= MIN_SECONDS}
+
+
+def main() -> int:
+    """Print ``SLOW_QUICK`` and ``SLOW_FULL`` for ``verification/claim_costs.py``."""
+    for name, table in (("SLOW_QUICK", QUICK), ("SLOW_FULL", FULL)):
+        print(f"{name}: dict[str, float] = {{")
+        for cid, seconds in slow(table).items():
+            print(f'    "{cid}": {seconds},')
+        print("}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

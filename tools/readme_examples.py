@@ -1,4 +1,4 @@
-"""The README's example outputs, rerun: ``python -m verification.readme_examples [--write README.md]``.
+"""The README's example outputs, rerun: ``python -m tools.readme_examples [--write README.md]``.
 
 Two kinds of example are checked:
 
@@ -116,7 +116,7 @@ def refresh(text: str, outputs: dict[int, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m verification.readme_examples", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m tools.readme_examples", description=__doc__)
     ap.add_argument("file", nargs="?", default=str(ROOT / "README.md"))
     ap.add_argument("--write", action="store_true", help="rewrite the outputs that differ, in place")
     args = ap.parse_args(argv)
