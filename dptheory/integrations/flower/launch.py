@@ -1,10 +1,13 @@
 """Start a Flower run of the dptheory apps and stop everything it started.
 
-Two runtimes, both on this machine only:
+Three runtimes, all on this machine only:
 
+``threads``
+    Flower's simulation engine (``flwr.simulation.run_simulation``) in a child process, each
+    ClientApp call on a worker thread of that process (:mod:`.threads`); needs no Ray.
 ``simulation``
-    Flower's simulation engine (``flwr.simulation.run_simulation``, Ray backend) in a child
-    process; each client is a Ray actor process.
+    Flower's simulation engine with its Ray backend in a child process; the ClientApps run in
+    Ray actor processes (one per CPU, reused across clients and rounds).
 ``deployment``
     A real local deployment: one ``flower-superlink`` and N ``flower-supernode`` processes bound to
     127.0.0.1, and ``flwr run`` submitting the app (a generated Flower App directory) to the
@@ -32,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-RUNTIMES = ("simulation", "deployment")
+RUNTIMES = ("threads", "simulation", "deployment")
 #: the module naming the apps of the generated Flower App (preloaded by the warm clientapp server)
 APPS_MODULE = "dptheory.integrations.flower.deployment_apps"
 #: Environment variable set (to the run's work directory) in every process a run starts: lets
@@ -217,7 +220,7 @@ def _workdir(keep: str | None) -> Iterator[str]:
 def run_flower(
     config: dict[str, Any],
     *,
-    runtime: str = "simulation",
+    runtime: str = "threads",
     timeout: float = 600.0,
     workdir: str | None = None,
     on_round: Callable[[int], None] | None = None,
@@ -243,8 +246,8 @@ def run_flower(
         cfg_tmp: list[str] = []
         previous = _raise_on_sigterm()
         try:
-            if runtime == "simulation":
-                cfg_tmp.append(_start_simulation(group, cfg, wd))
+            if runtime in ("threads", "simulation"):
+                cfg_tmp.extend(_start_simulation(group, cfg, wd, runtime))
             else:
                 _start_deployment(group, cfg, wd, warm=warm)
             return _wait_for_result(group, cfg["result-path"], timeout, runtime, on_round)
@@ -276,7 +279,7 @@ def _wait_for_result(
 ) -> dict[str, Any]:
     """Poll for the ServerApp's result file; fail when the driver (the simulation child, or
     ``flwr run --stream``, which returns when the run ends) is gone without one, or at timeout."""
-    driver = "simulation" if runtime == "simulation" else "flwr-run"
+    driver = "flwr-run" if runtime == "deployment" else "simulation"
     deadline = time.monotonic() + timeout
     ended_at: float | None = None
     last = 0
@@ -306,15 +309,19 @@ def _wait_for_result(
 
 
 # ----------------------------------------------------------------------------------------------
-def _start_simulation(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> str:
-    """Start the simulation child; returns Ray's temporary directory (removed after the run)."""
+def _start_simulation(group: ProcessGroup, cfg: dict[str, Any], wd: str, runtime: str) -> list[str]:
+    """Start the simulation child; returns the directories to remove after the run (Ray's)."""
     path = os.path.join(wd, "config.json")
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(cfg, fh)
-    ray_tmp = tempfile.mkdtemp(prefix="r", dir="/tmp")  # short: Ray's socket paths are length-limited
-    env = child_env({"DPTHEORY_RAY_TMPDIR": ray_tmp, RUN_MARKER: wd})
-    group.start("simulation", [sys.executable, "-m", "dptheory.integrations.flower.simulate", path], env)
-    return ray_tmp
+    extra, tmp = {RUN_MARKER: wd}, []
+    if runtime == "simulation":
+        tmp.append(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths are length-limited
+        extra["DPTHEORY_RAY_TMPDIR"] = tmp[0]
+    backend = "threads" if runtime == "threads" else "ray"
+    argv = [sys.executable, "-m", "dptheory.integrations.flower.simulate", path, backend]
+    group.start("simulation", argv, child_env(extra))
+    return tmp
 
 
 def app_pyproject(cfg: dict[str, Any]) -> str:
