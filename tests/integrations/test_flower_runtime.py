@@ -1,7 +1,8 @@
-"""Real Flower runs on 127.0.0.1: the simulation engine (Ray) and a local deployment (SuperLink +
-SuperNodes). Same iterates as the in-process simulator, per-client privacy, dropouts, and no
-process left behind. The runs take minutes on a loaded 2-core machine, so they are ``slow``; the
-protocol itself is tested fast in tests/integrations/test_flower_apps.py.
+"""Real Flower runs on 127.0.0.1: the simulation engine (worker threads or Ray) and a local
+deployment (SuperLink + SuperNodes). Same iterates as the in-process simulator, per-client
+privacy, dropouts, and no process left behind. The runs take minutes on a loaded 2-core machine,
+so they are ``slow``; the protocol itself is tested fast in tests/integrations/test_flower_apps.py
+and the threads backend in process in tests/integrations/test_flower_threads.py.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def _run(cfg: dict, runtime: str, timeout: float = 500.0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("runtime", ["simulation", "deployment"])
+@pytest.mark.parametrize("runtime", ["threads", "simulation", "deployment"])
 def test_flower_run_equals_inprocess(runtime: str) -> None:
     pytest.importorskip("flwr")
     if runtime == "simulation":
@@ -63,6 +64,8 @@ def test_flower_run_equals_inprocess(runtime: str) -> None:
     cfg = _cfg()
     out = _run(cfg, runtime)
     assert _max_diff(out["x"], reference_iterates(cfg)) <= 1e-9
+    if runtime == "threads":  # bit for bit, as docs/flower.md states
+        assert out["x"] == reference_iterates(cfg)
     assert out["sent"] == {"0": 3, "1": 3}
 
 
@@ -130,8 +133,7 @@ def test_import_dptheory_does_not_import_flwr() -> None:
 
 @pytest.mark.slow
 def test_cli_flower_backend_matches_inprocess_and_reports_each_client() -> None:
-    pytest.importorskip("flwr")
-    pytest.importorskip("ray")
+    pytest.importorskip("flwr")  # the default runtime (threads) needs no Ray
     args = [sys.executable, "-m", "dptheory.cli.main", "run", "--algo", "clip21sgd", "--problem"]
     args += ["stochastic-quadratic", "--clients", "2", "--dim", "3", "--steps", "2"]
     args += ["--noise-multiplier", "3", "--delta", "1e-6", "--json"]

@@ -78,9 +78,12 @@ class ThreadBackend(Backend):
 
 
 @contextmanager
-def thread_backend(backend_config: BackendConfig | None = None) -> Iterator[str]:
-    """Within the block, Flower's simulation engine runs ClientApps on a :class:`ThreadBackend`
-    built from ``backend_config``; yields the ``backend_name`` to pass to ``run_simulation``.
+def thread_backend(
+    backend_config: BackendConfig | None = None, backend_type: type[ThreadBackend] = ThreadBackend
+) -> Iterator[str]:
+    """Within the block, Flower's simulation engine runs ClientApps on a ``backend_type`` (a
+    :class:`ThreadBackend`) built from ``backend_config``; yields the ``backend_name`` to pass
+    to ``run_simulation``.
     One such block at a time per process (the swap is process-wide while it lasts)."""
     original = vce_api.run_api
     config = dict(backend_config or {})
@@ -89,7 +92,7 @@ def thread_backend(backend_config: BackendConfig | None = None) -> Iterator[str]
         del backend_fn  # start_vce's: always the Ray backend in Flower 1.41
         return original(
             app_fn,
-            lambda: ThreadBackend(config),
+            lambda: backend_type(config),
             nodes_mapping,
             state_factory,
             node_info_stores,
