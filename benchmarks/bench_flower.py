@@ -2,7 +2,7 @@
 
     python benchmarks/bench_flower.py                   # 10 x 20 and 3 x 5, 3 repeats, medians
     python benchmarks/bench_flower.py --repeats 5 --runtime deployment
-    /work/venv-ray/bin/python benchmarks/bench_flower.py   # an interpreter with Ray: simulation
+    /work/venv-ray/bin/python benchmarks/bench_flower.py --runtime simulation   # needs Ray
 
 Each repeat runs the in-process command and then the Flower command, one after the other, so that
 load on a shared machine hits both alike; the ratio is of the medians. Wall time of the whole
@@ -61,7 +61,7 @@ def leftovers() -> set[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--runtime", choices=("simulation", "deployment"), default=None)
+    parser.add_argument("--runtime", choices=("threads", "simulation", "deployment"), default=None)
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")

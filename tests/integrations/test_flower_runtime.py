@@ -58,7 +58,7 @@ def _run(cfg: dict, runtime: str, timeout: float = 500.0):
 def test_flower_run_equals_inprocess(runtime: str) -> None:
     pytest.importorskip("flwr")
     if runtime == "simulation":
-        pytest.importorskip("ray")  # the [flower] extra; the [test] extra installs flwr without Ray
+        pytest.importorskip("ray")  # the [flower-ray] extra; the [test] extra installs flwr without Ray
     from dptheory.integrations.flower.backend import reference_iterates
 
     cfg = _cfg()

@@ -93,7 +93,7 @@ def check_flower_options(algo: str, *, runtime: str, device: str, dropout_rate: 
     if runtime == "simulation" and importlib.util.find_spec("ray") is None:
         raise InvalidParameter(
             "--flower-runtime",
-            'simulation needs Ray: pip install -e ".[flower]", or use --flower-runtime deployment',
+            'simulation needs Ray: pip install -e ".[flower-ray]", or use --flower-runtime threads',
         )
 
 
@@ -116,6 +116,7 @@ def flower_config(s: Any, prob_name: str, problem_options: dict[str, Any], z: fl
         "drop": "",
         "round-timeout": 0.0,
         "node-wait": 300.0,
+        "poll-interval": 0.0,
     }
 
 
@@ -207,7 +208,33 @@ def run_with_flower(
 ):
     """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``.
 
-    ``progress(seed_index, round)`` is called as the ServerApp finishes rounds."""
+    ``progress(seed_index, round)`` is called as the ServerApp finishes rounds. The first seed's
+    Flower process (``threads``, ``simulation``) is started before anything else, so that its
+    imports overlap this process's."""
+    from dptheory.integrations.flower.launch import SimulationChild
+
+    child = SimulationChild(runtime) if runtime != "deployment" else None
+    try:
+        return _run_with_flower(
+            algo, problem, child, problem_options, runtime, timeout, drop, progress, dropout_rate, options
+        )
+    finally:
+        if child is not None:
+            child.stop()  # a no-op once run_flower has stopped it
+
+
+def _run_with_flower(
+    algo: str,
+    problem: str,
+    child: Any,
+    problem_options: dict[str, Any] | None,
+    runtime: str,
+    timeout: float,
+    drop: str,
+    progress: Callable[[int, int], None] | None,
+    dropout_rate: float,
+    options: dict[str, Any],
+):
     from dptheory import runner
     from dptheory.integrations.flower.launch import run_flower
     from dptheory.problems import get_problem
@@ -243,10 +270,13 @@ def run_with_flower(
             result.mechanism = {**ref.mechanism(), "backend": f"flower ({runtime})"}
             privacy["noise_std"] = ref.noise_std(0)
         cfg = flower_config(s, problem, popts, z, n, seed)
+        cfg["poll-interval"] = 0.01 if runtime != "deployment" else 0.0
         cfg["drop"] = ",".join(p for p in (drop, dropout_spec(dropout_rate, n, s.steps, seed)) if p)
         t0 = time.perf_counter()
         on_round = None if progress is None else (lambda t, k=k: progress(k, t))
-        out = run_flower(cfg, runtime=runtime, timeout=timeout, on_round=on_round)
+        out = run_flower(
+            cfg, runtime=runtime, timeout=timeout, on_round=on_round, child=child if k == 0 else None
+        )
         report.wall_s.append(time.perf_counter() - t0)
         warm.join()
         result.runs.append(runner.run_from_iterates(out["x"], prob, s, fp, seed))

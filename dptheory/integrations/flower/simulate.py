@@ -1,9 +1,10 @@
 """Child process of the ``threads`` and ``simulation`` runtimes:
 ``python -m dptheory.integrations.flower.simulate CFG [threads|ray]``.
 
-Runs the apps on Flower's simulation engine (``flwr.simulation.run_simulation``) with the
-configuration read from the JSON file CFG (``run_simulation`` takes no run config, so the apps
-get it through ``fixed_config``), on one of two backends:
+Imports flwr and the apps, waits for the JSON file CFG (written by the parent meanwhile), and runs
+the apps on Flower's simulation engine (``flwr.simulation.run_simulation``) with that
+configuration (``run_simulation`` takes no run config, so the apps get it through
+``fixed_config``), on one of two backends:
 
 ``threads`` (:mod:`.threads`)
     each ClientApp call on a worker thread of this process; no Ray.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 
 def ray_backend_config(clients: int) -> dict:
@@ -31,12 +33,26 @@ def ray_backend_config(clients: int) -> dict:
     return {"client_resources": {"num_cpus": 1, "num_gpus": 0}, "init_args": init_args}
 
 
-def main(path: str, backend: str = "ray") -> None:
+def wait_for_config(path: str, wait_s: float = 3600.0) -> dict:
+    """The configuration, once the parent has written it; exit if the parent dies first."""
+    parent, deadline = os.getppid(), time.monotonic() + wait_s
+    while not os.path.exists(path):
+        if os.getppid() != parent or time.monotonic() > deadline:
+            sys.exit(3)
+        time.sleep(0.01)
     with open(path, encoding="utf-8") as fh:
-        cfg = json.load(fh)
+        return json.load(fh)
+
+
+def main(path: str, backend: str = "ray") -> None:
+    # the imports first: the parent writes the configuration meanwhile (launch.SimulationChild)
     from flwr.simulation import run_simulation
 
     from dptheory.integrations.flower.apps import make_client_app, make_server_app
+
+    if backend == "ray":
+        import flwr.server.superlink.fleet.vce.backend.raybackend  # noqa: F401 (imports ray)
+    cfg = wait_for_config(path)
 
     n = int(cfg["num-clients"])
     apps = {"server_app": make_server_app(cfg), "client_app": make_client_app(cfg), "num_supernodes": n}
