@@ -63,9 +63,9 @@ def test_flower_run_equals_inprocess(runtime: str) -> None:
 
     cfg = _cfg()
     out = _run(cfg, runtime)
-    assert _max_diff(out["x"], reference_iterates(cfg)) <= 1e-9
-    if runtime == "threads":  # bit for bit, as docs/flower.md states
-        assert out["x"] == reference_iterates(cfg)
+    ref = reference_iterates(cfg)
+    assert _max_diff(out["x"], ref) <= 1e-9  # says by how much, if the next check fails
+    assert out["x"] == ref  # bit for bit, as docs/flower.md states
     assert out["sent"] == {"0": 3, "1": 3}
 
 
@@ -99,6 +99,40 @@ def test_deployment_timeout_kills_everything(monkeypatch) -> None:
     with pytest.raises(launch.FlowerRunError, match="within 4 s"):
         _run(_cfg(steps=50), "deployment", timeout=4.0)
     assert len(seen_before_stop) >= 3  # SuperLink and two SuperNodes at least
+
+
+def test_an_unused_simulation_child_is_stopped(tmp_path) -> None:
+    """The child started ahead of its configuration runs until stop() and leaves nothing behind."""
+    from dptheory.integrations.flower.launch import SimulationChild, processes_of_run
+
+    wd = str(tmp_path)
+    child = SimulationChild("threads", wd)
+    try:
+        assert processes_of_run(wd), "the child should be running, waiting for its configuration"
+    finally:
+        child.stop()
+    assert processes_of_run(wd) == []
+
+
+@pytest.mark.slow
+def test_a_simulation_child_whose_parent_dies_exits() -> None:
+    """A parent killed before it writes the configuration (no finally runs) leaves no child."""
+    import time
+
+    from dptheory.integrations.flower.launch import processes_of_run
+
+    with tempfile.TemporaryDirectory(prefix="dptheory-flower-test-") as wd:
+        code = (
+            "import os, sys; from dptheory.integrations.flower.launch import SimulationChild;"
+            f"SimulationChild('threads', {wd!r}); print('started', flush=True); os._exit(0)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert out.stdout.strip() == "started", out.stderr
+        assert processes_of_run(wd), "the orphan should still be importing"
+        deadline = time.monotonic() + 60
+        while processes_of_run(wd) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_of_run(wd) == []
 
 
 def test_flower_backend_refuses_other_algorithms(capsys) -> None:

@@ -360,7 +360,7 @@ def _wait_for_result(
 def _start_simulation(group: ProcessGroup, wd: str, runtime: str) -> list[str]:
     """Start the simulation child (it waits for ``wd/config.json``); returns the directories to
     remove after the run (Ray's)."""
-    extra, tmp = {RUN_MARKER: wd}, []
+    extra, tmp = {RUN_MARKER: wd, "DPTHEORY_FLOWER_PARENT": str(os.getpid())}, []
     if runtime == "simulation":
         tmp.append(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths are length-limited
         extra["DPTHEORY_RAY_TMPDIR"] = tmp[0]

@@ -33,9 +33,13 @@ def ray_backend_config(clients: int) -> dict:
     return {"client_resources": {"num_cpus": 1, "num_gpus": 0}, "init_args": init_args}
 
 
+#: the launching process's pid (set by launch._start_simulation): the child exits when it is gone
+PARENT_ENV = "DPTHEORY_FLOWER_PARENT"
+
+
 def wait_for_config(path: str, wait_s: float = 3600.0) -> dict:
     """The configuration, once the parent has written it; exit if the parent dies first."""
-    parent, deadline = os.getppid(), time.monotonic() + wait_s
+    parent, deadline = int(os.environ.get(PARENT_ENV) or os.getppid()), time.monotonic() + wait_s
     while not os.path.exists(path):
         if os.getppid() != parent or time.monotonic() > deadline:
             sys.exit(3)
@@ -52,6 +56,10 @@ def main(path: str, backend: str = "ray") -> None:
 
     if backend == "ray":
         import flwr.server.superlink.fleet.vce.backend.raybackend  # noqa: F401 (imports ray)
+    else:
+        from dptheory.integrations.flower.deployment_apps import warm_up
+
+        warm_up()  # torch's lazy torch._dynamo import, else paid by the first client's first message
     cfg = wait_for_config(path)
 
     n = int(cfg["num-clients"])
