@@ -40,9 +40,10 @@ algorithm defaults: --c1 1, --c2 = --c1, --tau 1, clip21sgd2m --beta 0.5 --beta-
 sampling: dpsgd/dicesgd/d2p* use Poisson sampling at rate q over all samples (B = qN);
   the clip family uses round(q m_i) local samples per client and round (q = 1: full gradient).
   B = qN with the problem's N is a fixed public constant: the optimizer never re-derives it.
-backend: --backend flower (clip family) runs each client as a Flower ClientApp in its own
-  process, on Flower's simulation engine or a local SuperLink + SuperNodes (--flower-runtime
-  deployment), with the same iterates, and prints each client's certified local-DP epsilon;
+backend: --backend flower (clip family) runs each client as a Flower ClientApp on Flower's
+  simulation engine (worker threads; --flower-runtime simulation: Ray actors) or a local
+  SuperLink + SuperNodes (--flower-runtime deployment), with the same iterates, and prints each
+  client's certified local-DP epsilon;
   needs pip install -e ".[flower]"; docs/flower.md.
 speed: runs of dpsgd, dicesgd, the D2P2 family (projection: 1-D problems) and the clip family on
   dicesgd-b1 and clip21-example1, full batch or sampled (q < 1), run all seeds as one batched
@@ -134,9 +135,9 @@ def register(sub) -> None:
     )
     g.add_argument(
         "--flower-runtime",
-        help="with --backend flower: simulation (Flower's simulation engine; the default where Ray is "
-        "installed) or deployment (a SuperLink and N SuperNodes on 127.0.0.1, started and stopped by "
-        "this command; the default without Ray)",
+        help="with --backend flower: threads (default: Flower's simulation engine, ClientApps on worker "
+        "threads), simulation (the same engine on Ray actors; needs Ray) or deployment (a SuperLink and "
+        "N SuperNodes on 127.0.0.1, started and stopped by this command)",
     )
     g.add_argument(
         "--dropout-rate",

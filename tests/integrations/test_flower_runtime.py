@@ -1,7 +1,8 @@
-"""Real Flower runs on 127.0.0.1: the simulation engine (Ray) and a local deployment (SuperLink +
-SuperNodes). Same iterates as the in-process simulator, per-client privacy, dropouts, and no
-process left behind. The runs take minutes on a loaded 2-core machine, so they are ``slow``; the
-protocol itself is tested fast in tests/integrations/test_flower_apps.py.
+"""Real Flower runs on 127.0.0.1: the simulation engine (worker threads or Ray) and a local
+deployment (SuperLink + SuperNodes). Same iterates as the in-process simulator, per-client
+privacy, dropouts, and no process left behind. The runs take minutes on a loaded 2-core machine,
+so they are ``slow``; the protocol itself is tested fast in tests/integrations/test_flower_apps.py
+and the threads backend in process in tests/integrations/test_flower_threads.py.
 """
 
 from __future__ import annotations
@@ -53,16 +54,18 @@ def _run(cfg: dict, runtime: str, timeout: float = 500.0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("runtime", ["simulation", "deployment"])
+@pytest.mark.parametrize("runtime", ["threads", "simulation", "deployment"])
 def test_flower_run_equals_inprocess(runtime: str) -> None:
     pytest.importorskip("flwr")
     if runtime == "simulation":
-        pytest.importorskip("ray")  # the [flower] extra; the [test] extra installs flwr without Ray
+        pytest.importorskip("ray")  # the [flower-ray] extra; the [test] extra installs flwr without Ray
     from dptheory.integrations.flower.backend import reference_iterates
 
     cfg = _cfg()
     out = _run(cfg, runtime)
-    assert _max_diff(out["x"], reference_iterates(cfg)) <= 1e-9
+    ref = reference_iterates(cfg)
+    assert _max_diff(out["x"], ref) <= 1e-9  # says by how much, if the next check fails
+    assert out["x"] == ref  # bit for bit, as docs/flower.md states
     assert out["sent"] == {"0": 3, "1": 3}
 
 
@@ -98,6 +101,40 @@ def test_deployment_timeout_kills_everything(monkeypatch) -> None:
     assert len(seen_before_stop) >= 3  # SuperLink and two SuperNodes at least
 
 
+def test_an_unused_simulation_child_is_stopped(tmp_path) -> None:
+    """The child started ahead of its configuration runs until stop() and leaves nothing behind."""
+    from dptheory.integrations.flower.launch import SimulationChild, processes_of_run
+
+    wd = str(tmp_path)
+    child = SimulationChild("threads", wd)
+    try:
+        assert processes_of_run(wd), "the child should be running, waiting for its configuration"
+    finally:
+        child.stop()
+    assert processes_of_run(wd) == []
+
+
+@pytest.mark.slow
+def test_a_simulation_child_whose_parent_dies_exits() -> None:
+    """A parent killed before it writes the configuration (no finally runs) leaves no child."""
+    import time
+
+    from dptheory.integrations.flower.launch import processes_of_run
+
+    with tempfile.TemporaryDirectory(prefix="dptheory-flower-test-") as wd:
+        code = (
+            "import os, sys; from dptheory.integrations.flower.launch import SimulationChild;"
+            f"SimulationChild('threads', {wd!r}); print('started', flush=True); os._exit(0)"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert out.stdout.strip() == "started", out.stderr
+        assert processes_of_run(wd), "the orphan should still be importing"
+        deadline = time.monotonic() + 60
+        while processes_of_run(wd) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_of_run(wd) == []
+
+
 def test_flower_backend_refuses_other_algorithms(capsys) -> None:
     """In process (the exit-status contract of a real process is tested in tests/cli/test_cli_run.py)."""
     from dptheory.cli.main import main
@@ -130,8 +167,7 @@ def test_import_dptheory_does_not_import_flwr() -> None:
 
 @pytest.mark.slow
 def test_cli_flower_backend_matches_inprocess_and_reports_each_client() -> None:
-    pytest.importorskip("flwr")
-    pytest.importorskip("ray")
+    pytest.importorskip("flwr")  # the default runtime (threads) needs no Ray
     args = [sys.executable, "-m", "dptheory.cli.main", "run", "--algo", "clip21sgd", "--problem"]
     args += ["stochastic-quadratic", "--clients", "2", "--dim", "3", "--steps", "2"]
     args += ["--noise-multiplier", "3", "--delta", "1e-6", "--json"]

@@ -3,6 +3,8 @@
 * :mod:`.apps` -- the ``ServerApp`` and ``ClientApp`` (import flwr and torch);
 * :mod:`.launch` -- start a run on Flower's simulation engine or on a local deployment
   (SuperLink + SuperNodes on 127.0.0.1), and stop every process it started;
+* :mod:`.threads` -- a simulation-engine ``Backend`` running the ClientApps on worker threads
+  (the default runtime: Flower's engine without Ray);
 * :mod:`.ledger` -- a client's certified local-DP ledger (pure Python);
 * :mod:`.mods` -- :class:`PrivacyLedgerMod` (a client mod: clip, noise, ledger, budget stop) and
   :class:`LedgerCollector` (the server side);

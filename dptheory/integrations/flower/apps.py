@@ -61,6 +61,7 @@ CONFIG_KEYS = (
     "drop",  # test hook: "i:t,j:s" -- client i fails in round t before computing anything
     "round-timeout",  # seconds to wait for the replies of one round (0: wait for all)
     "node-wait",  # seconds to wait for all nodes to connect
+    "poll-interval",  # seconds between the server's checks for replies in simulation (0: Flower's 0.1)
 )
 STATE_ARRAYS = "dptheory-clip21"
 STATE_META = "dptheory-clip21-meta"
@@ -233,6 +234,11 @@ def server_loop(grid: Grid, cfg: dict[str, Any]) -> dict[str, Any]:
     p0 = {k: v.detach().clone() for k, v in prob.x0.items()}
     server = Server(p0, rule=rule, lr=float(cfg["lr"]), beta_hat=float(cfg["beta-hat"]), n=n)
     timeout = float(cfg.get("round-timeout", 0)) or None
+    poll = float(cfg.get("poll-interval", 0) or 0)
+    if poll > 0 and hasattr(grid, "pull_interval"):
+        # the simulation engine's InMemoryGrid sleeps pull_interval (0.1 s) between checks for the
+        # round's replies: 0.05 s of waiting per round on average, for a check of microseconds
+        grid.pull_interval = poll
     nodes = _wait_for_nodes(grid, n, float(cfg.get("node-wait", 120)))
     accepted = dict.fromkeys(nodes, 0)  # node -> last round whose message was aggregated
     sent: dict[int, int] = {}  # client index -> messages it reports having sent

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,10 +67,9 @@ class FlowerReport:
 
 
 def default_runtime() -> str:
-    """``simulation`` where Ray (Flower's simulation engine) is installed, else ``deployment``."""
-    import importlib.util
-
-    return "simulation" if importlib.util.find_spec("ray") is not None else "deployment"
+    """``threads``: Flower's simulation engine with the ClientApps on worker threads, which needs
+    no Ray and is the fastest of the three on one machine (docs/flower.md, "Speed")."""
+    return "threads"
 
 
 def check_flower_options(algo: str, *, runtime: str, device: str, dropout_rate: float = 0.0) -> None:
@@ -80,8 +80,10 @@ def check_flower_options(algo: str, *, runtime: str, device: str, dropout_rate: 
         raise InvalidParameter(
             "--backend", f"flower runs --algo clipsgd, clip21sgd or clip21sgd2m only (got {algo})"
         )
-    if runtime not in ("simulation", "deployment"):
-        raise InvalidParameter("--flower-runtime", f"must be simulation or deployment (got {runtime!r})")
+    if runtime not in ("threads", "simulation", "deployment"):
+        raise InvalidParameter(
+            "--flower-runtime", f"must be threads, simulation or deployment (got {runtime!r})"
+        )
     if device == "cuda":
         raise InvalidParameter("--device", "the Flower clients run on cpu; use --device auto or cpu")
     import importlib.util
@@ -91,7 +93,7 @@ def check_flower_options(algo: str, *, runtime: str, device: str, dropout_rate: 
     if runtime == "simulation" and importlib.util.find_spec("ray") is None:
         raise InvalidParameter(
             "--flower-runtime",
-            'simulation needs Ray: pip install -e ".[flower]", or use --flower-runtime deployment',
+            'simulation needs Ray: pip install -e ".[flower-ray]", or use --flower-runtime threads',
         )
 
 
@@ -114,6 +116,7 @@ def flower_config(s: Any, prob_name: str, problem_options: dict[str, Any], z: fl
         "drop": "",
         "round-timeout": 0.0,
         "node-wait": 300.0,
+        "poll-interval": 0.0,
     }
 
 
@@ -183,12 +186,20 @@ def client_privacy(sent: dict[str, int], n: int, z: float, tau: float, delta: fl
     return out
 
 
+def _import_torch_func() -> None:
+    """torch imports ``torch._dynamo`` (about 2 s of CPU) at the first ``torch.func`` call; the
+    replay of the iterates makes that call, so it is done while the Flower run computes them."""
+    import torch
+
+    torch.func.grad(lambda x: (x * x).sum())(torch.zeros(2, dtype=torch.float64))
+
+
 def run_with_flower(
     algo: str,
     problem: str,
     *,
     problem_options: dict[str, Any] | None = None,
-    runtime: str = "simulation",
+    runtime: str = "threads",
     timeout: float = 86400.0,
     drop: str = "",
     progress: Callable[[int, int], None] | None = None,
@@ -197,7 +208,33 @@ def run_with_flower(
 ):
     """:func:`dptheory.runner.run` with Flower clients; returns ``(RunResult, FlowerReport)``.
 
-    ``progress(seed_index, round)`` is called as the ServerApp finishes rounds."""
+    ``progress(seed_index, round)`` is called as the ServerApp finishes rounds. The first seed's
+    Flower process (``threads``, ``simulation``) is started before anything else, so that its
+    imports overlap this process's."""
+    from dptheory.integrations.flower.launch import SimulationChild
+
+    child = SimulationChild(runtime) if runtime != "deployment" else None
+    try:
+        return _run_with_flower(
+            algo, problem, child, problem_options, runtime, timeout, drop, progress, dropout_rate, options
+        )
+    finally:
+        if child is not None:
+            child.stop()  # a no-op once run_flower has stopped it
+
+
+def _run_with_flower(
+    algo: str,
+    problem: str,
+    child: Any,
+    problem_options: dict[str, Any] | None,
+    runtime: str,
+    timeout: float,
+    drop: str,
+    progress: Callable[[int, int], None] | None,
+    dropout_rate: float,
+    options: dict[str, Any],
+):
     from dptheory import runner
     from dptheory.integrations.flower.launch import run_flower
     from dptheory.problems import get_problem
@@ -224,6 +261,8 @@ def run_with_flower(
     report = FlowerReport(
         runtime=runtime, clients=n, delta=delta, delta_is_default=s.delta is None, dropout_rate=dropout_rate
     )
+    warm = threading.Thread(target=_import_torch_func, name="dptheory-torch-func-import", daemon=True)
+    warm.start()
     for k in range(s.seeds):
         seed = s.seed + k
         if k == 0:
@@ -231,11 +270,15 @@ def run_with_flower(
             result.mechanism = {**ref.mechanism(), "backend": f"flower ({runtime})"}
             privacy["noise_std"] = ref.noise_std(0)
         cfg = flower_config(s, problem, popts, z, n, seed)
+        cfg["poll-interval"] = 0.01 if runtime != "deployment" else 0.0
         cfg["drop"] = ",".join(p for p in (drop, dropout_spec(dropout_rate, n, s.steps, seed)) if p)
         t0 = time.perf_counter()
         on_round = None if progress is None else (lambda t, k=k: progress(k, t))
-        out = run_flower(cfg, runtime=runtime, timeout=timeout, on_round=on_round)
+        out = run_flower(
+            cfg, runtime=runtime, timeout=timeout, on_round=on_round, child=child if k == 0 else None
+        )
         report.wall_s.append(time.perf_counter() - t0)
+        warm.join()
         result.runs.append(runner.run_from_iterates(out["x"], prob, s, fp, seed))
         report.per_seed.append((seed, client_privacy(out["sent"], n, z, s.tau, delta)))
     return result, report
@@ -245,7 +288,7 @@ def render_report(report: FlowerReport) -> str:
     from dptheory.cli.params import fmt_up
 
     walls = ", ".join(f"{w:.1f}" for w in report.wall_s)
-    lines = [f"backend: flower ({report.runtime}, {report.clients} client processes), wall time {walls} s"]
+    lines = [f"backend: flower ({report.runtime}, {report.clients} clients), wall time {walls} s"]
     note = " (default; give --delta)" if report.delta_is_default else ""
     if report.dropout_rate > 0:
         lines.append(f"dropouts: each client misses each round with probability {report.dropout_rate:g}")

@@ -1,10 +1,13 @@
 """Start a Flower run of the dptheory apps and stop everything it started.
 
-Two runtimes, both on this machine only:
+Three runtimes, all on this machine only:
 
+``threads``
+    Flower's simulation engine (``flwr.simulation.run_simulation``) in a child process, each
+    ClientApp call on a worker thread of that process (:mod:`.threads`); needs no Ray.
 ``simulation``
-    Flower's simulation engine (``flwr.simulation.run_simulation``, Ray backend) in a child
-    process; each client is a Ray actor process.
+    Flower's simulation engine with its Ray backend in a child process; the ClientApps run in
+    Ray actor processes (one per CPU, reused across clients and rounds).
 ``deployment``
     A real local deployment: one ``flower-superlink`` and N ``flower-supernode`` processes bound to
     127.0.0.1, and ``flwr run`` submitting the app (a generated Flower App directory) to the
@@ -32,7 +35,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-RUNTIMES = ("simulation", "deployment")
+RUNTIMES = ("threads", "simulation", "deployment")
 #: the module naming the apps of the generated Flower App (preloaded by the warm clientapp server)
 APPS_MODULE = "dptheory.integrations.flower.deployment_apps"
 #: Environment variable set (to the run's work directory) in every process a run starts: lets
@@ -214,20 +217,60 @@ def _workdir(keep: str | None) -> Iterator[str]:
         yield d
 
 
+class SimulationChild:
+    """The child process of the ``threads`` or ``simulation`` runtime, started before its
+    configuration is known: it imports flwr and torch (about 2.5 s of a 10-client, 20-round run)
+    while the caller prepares the run, then waits for ``config.json`` in :attr:`workdir`.
+
+    :func:`run_flower` (``child=``) writes the configuration, waits for the result and stops the
+    child; :meth:`stop` stops one that is not used. A child whose parent dies exits by itself."""
+
+    def __init__(self, runtime: str, workdir: str | None = None) -> None:
+        if runtime not in ("threads", "simulation"):
+            raise ValueError(f"runtime must be threads or simulation (got {runtime!r})")
+        self.runtime = runtime
+        self._own_dir = workdir is None
+        self.workdir = tempfile.mkdtemp(prefix="dptheory-flower-") if workdir is None else workdir
+        os.makedirs(self.workdir, exist_ok=True)
+        self.group = ProcessGroup(self.workdir)
+        self._tmp: list[str] = []
+        try:
+            self._tmp = _start_simulation(self.group, self.workdir, runtime)
+        except BaseException:
+            self.stop()
+            raise
+
+    def write_config(self, cfg: dict[str, Any]) -> None:
+        path = os.path.join(self.workdir, "config.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump(cfg, fh)
+        os.replace(path + ".tmp", path)  # the child never reads a partial file
+
+    def stop(self) -> None:
+        """Kill the child and everything it started; remove its directories."""
+        self.group.stop()
+        for d in self._tmp:
+            shutil.rmtree(d, ignore_errors=True)
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
 def run_flower(
     config: dict[str, Any],
     *,
-    runtime: str = "simulation",
+    runtime: str = "threads",
     timeout: float = 600.0,
     workdir: str | None = None,
     on_round: Callable[[int], None] | None = None,
     warm: bool | None = None,
+    child: SimulationChild | None = None,
 ) -> dict[str, Any]:
     """Run the apps with ``config`` (keys of :data:`apps.CONFIG_KEYS`); return the server's result.
 
     ``timeout`` bounds the whole run; on expiry every started process is killed and
     :class:`FlowerRunError` is raised.  ``on_round(t)``, if given, is called in this process as
     the ServerApp reports finished rounds (polled every 0.1 s; the progress bar of ``dptheory run``).
+    ``child``: a :class:`SimulationChild` started earlier (its runtime is used; it is stopped here).
     ``warm`` (deployment only; default on, off with the
     environment variable ``DPTHEORY_FLOWER_COLD=1``) serves every ``flwr-clientapp`` from a warm
     process (:mod:`.forkserver`) instead of a cold Python + flwr + torch start per message.
@@ -236,22 +279,30 @@ def run_flower(
         warm = os.environ.get("DPTHEORY_FLOWER_COLD", "") != "1"
     if runtime not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES} (got {runtime!r})")
+    if child is not None or runtime != "deployment":
+        previous = _raise_on_sigterm()
+        try:
+            if child is None:
+                child = SimulationChild(runtime, workdir)
+            cfg = dict(config)
+            cfg["result-path"] = os.path.join(child.workdir, "result.json")
+            child.write_config(cfg)
+            return _wait_for_result(child.group, cfg["result-path"], timeout, child.runtime, on_round)
+        finally:
+            if child is not None:
+                child.stop()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     with _workdir(workdir) as wd:
         cfg = dict(config)
         cfg["result-path"] = os.path.join(wd, "result.json")
         group = ProcessGroup(wd)
-        cfg_tmp: list[str] = []
         previous = _raise_on_sigterm()
         try:
-            if runtime == "simulation":
-                cfg_tmp.append(_start_simulation(group, cfg, wd))
-            else:
-                _start_deployment(group, cfg, wd, warm=warm)
+            _start_deployment(group, cfg, wd, warm=warm)
             return _wait_for_result(group, cfg["result-path"], timeout, runtime, on_round)
         finally:
             group.stop()
-            for d in cfg_tmp:
-                shutil.rmtree(d, ignore_errors=True)
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
@@ -276,7 +327,7 @@ def _wait_for_result(
 ) -> dict[str, Any]:
     """Poll for the ServerApp's result file; fail when the driver (the simulation child, or
     ``flwr run --stream``, which returns when the run ends) is gone without one, or at timeout."""
-    driver = "simulation" if runtime == "simulation" else "flwr-run"
+    driver = "flwr-run" if runtime == "deployment" else "simulation"
     deadline = time.monotonic() + timeout
     ended_at: float | None = None
     last = 0
@@ -306,15 +357,18 @@ def _wait_for_result(
 
 
 # ----------------------------------------------------------------------------------------------
-def _start_simulation(group: ProcessGroup, cfg: dict[str, Any], wd: str) -> str:
-    """Start the simulation child; returns Ray's temporary directory (removed after the run)."""
+def _start_simulation(group: ProcessGroup, wd: str, runtime: str) -> list[str]:
+    """Start the simulation child (it waits for ``wd/config.json``); returns the directories to
+    remove after the run (Ray's)."""
+    extra, tmp = {RUN_MARKER: wd, "DPTHEORY_FLOWER_PARENT": str(os.getpid())}, []
+    if runtime == "simulation":
+        tmp.append(tempfile.mkdtemp(prefix="r", dir="/tmp"))  # short: Ray's socket paths are length-limited
+        extra["DPTHEORY_RAY_TMPDIR"] = tmp[0]
+    backend = "threads" if runtime == "threads" else "ray"
     path = os.path.join(wd, "config.json")
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(cfg, fh)
-    ray_tmp = tempfile.mkdtemp(prefix="r", dir="/tmp")  # short: Ray's socket paths are length-limited
-    env = child_env({"DPTHEORY_RAY_TMPDIR": ray_tmp, RUN_MARKER: wd})
-    group.start("simulation", [sys.executable, "-m", "dptheory.integrations.flower.simulate", path], env)
-    return ray_tmp
+    argv = [sys.executable, "-m", "dptheory.integrations.flower.simulate", path, backend]
+    group.start("simulation", argv, child_env(extra))
+    return tmp
 
 
 def app_pyproject(cfg: dict[str, Any]) -> str:
