@@ -100,3 +100,36 @@ def test_server_app_factory_reports_each_client(tmp_path) -> None:
     clients = json.loads(path.read_text())["clients"]
     want = LocalDpLedger({2.0: 2}).epsilon(1e-5)
     assert [(c["id"], c["messages"], c["epsilon"]) for c in clients] == [(i, 2, want) for i in range(3)]
+
+
+def test_central_dp_fedavg_is_reproducible_and_leaves_global_generators_alone() -> None:
+    """Flower's FedAvg samples with ``random`` and its DP wrapper draws from ``np.random``: the
+    in-process run seeds both from the run config and restores the caller's states."""
+    import random
+
+    import numpy as np
+
+    from dptheory.integrations.flower.own_model import run_in_process
+
+    def model_fn():
+        return torch.nn.Linear(3, 2)
+
+    def data_fn(pid: int, num: int):
+        g = torch.Generator().manual_seed(pid)
+        return torch.randn(8, 3, generator=g), torch.randint(0, 2, (8,), generator=g)
+
+    rc = {"num-server-rounds": 3, "noise-multiplier": 1.0, "clipping-norm": 1.0, "fraction-train": 0.5,
+          "seed": 7, "local-steps": 1, "batch-size": 4, "local-lr": 0.1, "target-delta": 1e-5}
+    random.seed(123)
+    np.random.seed(123)
+    before = (random.random(), np.random.random())
+    random.seed(123)
+    np.random.seed(123)
+    def weights(model):  # the noisy model itself: equal only if the server's noise was reproduced
+        return {"w": float(sum(p.detach().double().sum() for p in model.parameters()))}
+
+    runs = [run_in_process(model_fn, data_fn, "fedavg", rc, 4, evaluate_fn=weights) for _ in range(2)]
+    assert (random.random(), np.random.random()) == before
+    assert runs[0]["participation"] == runs[1]["participation"]
+    assert runs[0]["privacy"] == runs[1]["privacy"]
+    assert runs[0]["metrics"] == runs[1]["metrics"]

@@ -22,9 +22,11 @@ Minibatch indices are drawn from (seed, client, round): data-independent coins.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
@@ -355,10 +357,18 @@ def run_in_process(
     """The ClientApp of :func:`make_client_app` and :func:`server_train` on an :class:`InProcessGrid`.
 
     For experiments: the mod's noise is seeded from the run config's ``seed`` (reproducible runs);
-    a deployment uses ``make_client_app`` without ``mod_seed`` (noise from the OS's entropy)."""
+    a deployment uses ``make_client_app`` without ``mod_seed`` (noise from the OS's entropy).
+    Flower's FedAvg samples clients with Python's global ``random`` and its server-side DP wrapper
+    draws noise from numpy's global generator; both are seeded from ``seed`` for the run and
+    restored afterwards, so the same seed gives the same run and the caller's generators are left
+    as they were."""
     from flwr.supercore.task_identity import TaskIdentity
 
     saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
+    rng_states = (random.getstate(), np.random.get_state())
+    seed = int(run_config.get("seed", 0))
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 1, 1
     try:
         app = make_client_app(model_fn, data_fn, algorithm, mod_seed=run_config.get("seed"))
@@ -366,6 +376,8 @@ def run_in_process(
         out = server_train(grid, model_fn, algorithm, run_config, evaluate_fn=evaluate_fn)
     finally:
         TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
+        random.setstate(rng_states[0])
+        np.random.set_state(rng_states[1])
     out["rounds"] = int(run_config["num-server-rounds"])
     out["algorithm"] = algorithm
     if math.isfinite(float(run_config.get("noise-multiplier", 0) or 0)):
