@@ -60,7 +60,9 @@ ENABLED: bool = True
 #: released in one step, reaches ``sum ||u_t||^2 = (n a)^2``), so the bound has no slack for the
 #: optimizer's arithmetic: each projection ``clip(e, C2)`` and each update rounds with relative error
 #: about 2^-24 = 6e-8 in float32 (1e-16 in float64).  1e-6 covers some ten float32 roundings of the
-#: released shift, on the order of what one step computes, and costs about 5e-7 in relative z.
+#: released shift, on the order of what one step computes, and costs about 5e-7 in relative z.  It
+#: is a relative margin: rounding of a large state against a small difference is not covered
+#: (docs/hidden-state.md, "Assumptions of the conservation regime").
 FLOAT_MARGIN = 1e-6
 
 #: The expectation over n ~ Bin(T, q) is summed exactly over n = 0..T; beyond this many steps the
