@@ -1,11 +1,12 @@
-"""CANDIDATE (not certified, not in the product path): DiceSGD's epsilon from the conservation law.
+"""DiceSGD's epsilon from the conservation law, against the inclusion-cap z it replaced.
 
 Run from the repository root::
 
     PYTHONPATH=. python benchmarks/dicesgd_conservation_candidate.py [--json]
 
-The argument (docs/hidden-state.md, "Candidate: a trajectory-level conservation bound") has not
-been reviewed by an independent reader; nothing here is reported by ``dptheory`` as certified.
+The argument is docs/hidden-state.md, K1-K7; it is reviewed and part of ``--mode certified`` (regime
+``conservation``, :mod:`accounting.hidden_state_conservation`); this script recomputes it on its own,
+without the float margin, to compare with the z the other regimes certify (``CELLS``).
 For a fixed bit vector of xi' with n inclusions, the per-step mean shift of the release is
 ``Delta_t = b_t c_t / B + u_t`` and, along every history, ``sum_t ||Delta_t||^2 <= S(n)`` with
 ``S(n) = (sqrt(n) C1/B + n (G - C1)/B)^2`` (Minkowski plus the conservation law
@@ -14,8 +15,8 @@ convexity over xi''s bits with their prior weights gives
 
     RDP(alpha) = log E_{n ~ Bin(T, q)} exp((alpha - 1) alpha S(n) / (2 sigma1^2)) / (alpha - 1).
 
-For each non-flush cell of the issue-22 grid the script prints the candidate epsilon at today's
-certified z, the candidate's own z for eps = 2 and the stored-residual audit's lower bound there.
+For each non-flush cell of the grid the script prints this epsilon at the z of the other regimes
+alone, its own z for eps = 2 and the stored-residual audit's lower bound there.
 """
 
 from __future__ import annotations

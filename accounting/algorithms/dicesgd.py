@@ -27,8 +27,9 @@ claimed -- Theorem 3.7 read literally
 certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
     docs/hidden-state.md), converted to (eps, delta); with a residual bound also the flush and
-    inclusion-cap regimes, and, only while ``accounting.hidden_state_conservation.ENABLED`` is on,
-    the conservation-law bound. The smallest is reported (:meth:`DiceSGD._epsilon_certified`).
+    inclusion-cap regimes and the conservation-law bound (docs/hidden-state.md K1-K7; the switch
+    ``accounting.hidden_state_conservation.ENABLED``, on, leaves it out when turned off). The
+    smallest is reported (:meth:`DiceSGD._epsilon_certified`).
 """
 
 from __future__ import annotations
@@ -117,6 +118,22 @@ def _p_fail_text(flush: dict) -> str:
     if flush["p_fail"] == 0.0:
         return "P(E^c) = 0 or below 1e-300 (covered by the 1e-12 cut of delta_RDP)"
     return f"P(E^c) <= {flush['p_fail']:.3g}"
+
+
+#: What the conservation regime assumes beyond the mechanism (docs/hidden-state.md, "Assumptions of
+#: the conservation regime"); printed with its number.
+_CONSERVATION_ASSUMPTIONS = (
+    "conservation regime assumes Poisson sampling (a fixed-size or shuffled batch sampler is not covered)",
+    "conservation regime assumes one constant noise multiplier for all T steps",
+    "conservation regime assumes the other examples' gradients depend only on the iterate x_t and on "
+    "randomness independent of the differing example (no batch-norm-style coupling between examples, "
+    "nothing computed from the error state e_t)",
+    "conservation regime assumes only the iterates are released: a checkpoint or state_dict() holding the "
+    "error buffer e_t is not covered",
+    "conservation regime assumes the residual bound rho holds at every step: enforced by --residual-clip "
+    "or by pre-clipping every per-example gradient to G (the Opacus DiceSGD optimizer's grad_bound does); "
+    "dptheory.optim's DiceSGD with --grad-bound only assumes it",
+)
 
 
 def _gamma(p: PrivacyParams) -> float:
@@ -245,7 +262,8 @@ class DiceSGD(Algorithm):
         needs rho, i.e. a gradient bound or a residual clip, and P(E^c) < delta), ``hidden-state-rdp``
         (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
         improved conversion), and ``conservation`` (rho known and the switch
-        ``accounting.hidden_state_conservation.ENABLED`` on; docs/hidden-state.md, K1-K7). Each is a
+        ``accounting.hidden_state_conservation.ENABLED`` on, its default; docs/hidden-state.md, K1-K7;
+        constant z, which this class guarantees: it takes no noise schedule). Each is a
         valid (eps, delta) statement, so their minimum is too, and calibration, which bisects this
         function, uses the same minimum.
         """
@@ -364,7 +382,7 @@ class DiceSGD(Algorithm):
                     "difference, so n inclusions shift the releases by a total squared norm <= "
                     "(sqrt(n) C1/B + n rho/B)^2; averaged over n ~ Bin(T, q) "
                     "(accounting.hidden_state_conservation, docs/hidden-state.md K1-K7)",
-                )
+                ) + _CONSERVATION_ASSUMPTIONS
             if regime == "inclusion-cap":
                 note = note + (
                     f"inclusion cap k = {details['inclusion_cap']['k']}: RDP at delta = {0.9 * p.delta:.3g} "
