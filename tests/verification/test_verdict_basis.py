@@ -177,7 +177,7 @@ def test_clip21_alg3_replay_uses_no_project_code_and_has_power() -> None:
     _, xs, noises, grads = red._torch_case(0.5, 0.5, 0.2, 0.1, 10, 0.7, 0)
     same = red.alg3_replay(grads, xs[0], 0.1, 0.5, 0.5, 0.2, noises)
     other = red.alg3_replay(grads, xs[0], 0.1, 0.5, 0.55, 0.2, noises)
-    assert red._deviation(xs, same) <= 1 < red._deviation(xs, other)
+    assert red.relative_deviation(xs, same) <= 1 < red.relative_deviation(xs, other)
     assert np.all(np.isfinite(same))
 
 
