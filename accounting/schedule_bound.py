@@ -139,7 +139,8 @@ def _sum_s(
     cell (step 4; the lower ones only serve the bracket ``gap``)."""
     n = (b - a + 1).astype(float)
     af, bf = a.astype(float), b.astype(float)
-    s_unit = 0.5 / (sigma * sigma)
+    # sigma^2 underflows to 0 below ~1e-162: then s is +inf (the bound is +inf), never a ZeroDivisionError
+    s_unit = 0.5 / (sigma * sigma) if sigma * sigma > 0.0 else math.inf
     if name == "inv-k":
         total = (af + bf) * n / 2.0 * s_unit
     elif name == "exp":

@@ -3,6 +3,8 @@ found, kept as a test."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -69,3 +71,12 @@ def test_calibration_keeps_a_margin_below_the_target() -> None:
     res = calibrate_decreasing(lambda z: 2.0 / z, 1.0, option="--eps")
     assert res.achieved <= 1.0 * (1 - 1e-12)
     assert res.value == pytest.approx(2.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["d2p2sgd", "d2psgd", "dp2sgd"])
+def test_noise_whose_square_underflows_gives_infinite_epsilon_not_a_crash(algo: str) -> None:
+    """z = 1e-300: z * z underflows to 0 in the smooth-schedule bound's step sums; epsilon is +inf."""
+    import dptheory
+
+    report = dptheory.epsilon(algo=algo, noise_multiplier=1e-300, delta=1e-300, defaults="paper")
+    assert report.epsilon == math.inf
