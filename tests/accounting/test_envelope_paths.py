@@ -19,6 +19,7 @@ import pytest
 from accounting import hidden_state as hs
 from accounting.orders import DEFAULT_ORDERS
 from dptheory.cli.main import main
+from tests._forked_cli import run_cli
 from tests._hostile_claims import claims_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,9 +249,11 @@ def _dptheory(args, **kw):
 
 
 def test_ascii_terminal_lists_claims_without_unicode_error():
-    r = _dptheory(["verify", "--list"], env={"PYTHONIOENCODING": "ascii"})
-    assert r.returncode == 0 and "UnicodeEncodeError" not in r.stderr
-    assert "\\xa7" in r.stdout  # the section sign, escaped
+    """Standard streams encoded in ASCII (what PYTHONIOENCODING=ascii gives): a forked child whose
+    stdout and stderr are ASCII text files."""
+    rc, out, err, _ = run_cli(["verify", "--list"], encoding="ascii")
+    assert rc == 0 and "UnicodeEncodeError" not in err
+    assert "\\xa7" in out  # the section sign, escaped
 
 
 def test_closed_stdout_is_an_error_not_a_lost_result():
@@ -290,18 +293,19 @@ def test_closed_stdout_is_an_error_not_a_lost_result():
 def test_claims_file_code_cannot_corrupt_output_or_exit_status(tmp_path, body, top, rc_want, crash):
     f = tmp_path / "hostile.py"
     f.write_text(claims_source(body, top))
-    r = _dptheory(["verify", "--claims-file", str(f), "--quick", "--json"])
-    assert r.returncode == rc_want, r.stderr
+    # a child process of its own: os._exit or a closed stdout in the file would end only the child
+    rc, out, err, _ = run_cli(["verify", "--claims-file", str(f), "--quick", "--json"])
+    assert rc == rc_want, err
     if rc_want == 2:
-        assert r.stdout == "" and "--claims-file" in r.stderr and "called" in r.stderr
+        assert out == "" and "--claims-file" in err and "called" in err
         return
-    doc = json.loads(r.stdout)  # valid JSON: nothing the check printed is in it
-    assert "NOISE" not in r.stdout
+    doc = json.loads(out)  # valid JSON: nothing the check printed is in it
+    assert "NOISE" not in out
     text = json.dumps(doc)
     if crash:
         assert f"UserExit: {crash} called (at hostile.py:5)" in text
     else:
-        assert "crashed" not in r.stderr
+        assert "crashed" not in err
 
 
 @pytest.mark.parametrize(

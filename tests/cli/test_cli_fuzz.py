@@ -17,56 +17,21 @@ from __future__ import annotations
 
 import atexit
 import json
-import multiprocessing as mp
 import os
 import re
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._fuzz_child import run_child
+from tests._forked_cli import run_cli
 from tests._hostile_claims import claims_source
 
-HANG_S = 40.0
 TIMEOUT_S = "2"  # default suite: a shorter --timeout keeps the runs that hit it cheap (exit 3 is in contract)
 TIMEOUT_LONG_S = "4"  # the slow profile gives commands more room to finish with exit 0
-MEMORY_LIMIT = 6 << 30
-
-_CTX = None
-
-
-def _ctx():
-    global _CTX
-    if _CTX is None:
-        _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["dptheory.cli.main", "dptheory.api", "accounting.algorithms.registry"])
-    return _CTX
-
-
-def run_cli(
-    argv: list[str], *, hang_s: float = HANG_S, encoding: str = "utf-8"
-) -> tuple[int | None, str, str, float]:
-    """(exit code or None on a hang, stdout, stderr, seconds); ``encoding`` is the child's streams'."""
-    with tempfile.TemporaryDirectory() as d:
-        out_p, err_p = os.path.join(d, "out"), os.path.join(d, "err")
-        Path(out_p).touch()
-        Path(err_p).touch()
-        proc = _ctx().Process(target=run_child, args=(argv, out_p, err_p, MEMORY_LIMIT, encoding))
-        t0 = time.monotonic()
-        proc.start()
-        proc.join(hang_s)
-        rc: int | None = proc.exitcode
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-            rc = None
-        elapsed = time.monotonic() - t0
-        return rc, Path(out_p).read_text(errors="replace"), Path(err_p).read_text(errors="replace"), elapsed
 
 
 _NAMES_OPTION = re.compile(
