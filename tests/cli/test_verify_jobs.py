@@ -139,7 +139,8 @@ def test_timeout_kills_the_workers() -> None:
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
     assert "--timeout" in err and "Traceback" not in err, err
-    assert len(seen) >= 2, "the workers never started: the test proved nothing"
+    # the forkserver and the resource tracker alone are two: four means the two workers ran too
+    assert len(seen) >= 4, "the workers never started: the test proved nothing"
     _assert_all_gone(seen)
 
 
