@@ -50,6 +50,13 @@ _ULP = 2.0**-52
 _FRAC_BATCH = 4
 #: Integer candidates evaluated per round when there are more than twice as many.
 _INT_BATCH = 4
+#: With a closed-form lower bound: fractional candidates evaluated per round (it leaves few,
+#: and the most promising two usually settle the rest).
+_FRAC_BATCH_CLOSED = 2
+#: With a closed-form lower bound: the first subset's geometric points stop here (and the
+#: integer neighbours of fractional candidates up to here are not evaluated for chords).
+_FIRST_UP_TO = 64.0
+_CLOSED_UP_TO = 20.0
 #: Fractional orders this close (relative) to an integer make the whole curve be converted.
 _NEAR_INT = 1e-9
 
@@ -62,12 +69,14 @@ def _relative_excess(alpha: np.ndarray) -> np.ndarray:
     return 100.0 * 8.0 * _ULP * (a * (np.log(a) + 38.0) + 2.0) / 1e-2 + 1e-12
 
 
-def _first_subset(orders: np.ndarray) -> np.ndarray:
+def _first_subset(orders: np.ndarray, top: float | None = None) -> np.ndarray:
     """Indices of the first evaluated orders: the largest order, and near each point of a
     geometric sequence the closest integer order (they give the lower bounds) -- or the closest
     order when the grid has fewer than two integers.  The smallest usable order, often a slow
     fractional one, is evaluated only when the edge-of-grid warning needs it
-    (:func:`screened_epsilon`)."""
+    (:func:`screened_epsilon`).  With ``top``, the geometric points above it are left out (the
+    chords' right extensions and the closed-form bounds usually rule them out; if not, they
+    become candidates like any other order)."""
     n = orders.size
     pick = {n - 1}
     ints = np.flatnonzero(orders == np.floor(orders))
@@ -75,6 +84,8 @@ def _first_subset(orders: np.ndarray) -> np.ndarray:
     k = int(math.ceil(math.log(orders[-1] / orders[0]) / math.log(_FIRST_RATIO))) + 1
     for t in np.geomspace(orders[0], orders[-1], max(k, 2)):
         pick.add(int(pool[np.argmin(np.abs(np.log(orders[pool] / t)))]))
+    if top is not None:
+        pick = {i for i in pick if orders[i] <= top or i == n - 1}
     return np.array(sorted(pick), dtype=np.intp)
 
 
@@ -171,14 +182,18 @@ def screened_epsilon(
     *,
     method: str = "improved",
     floor: float = 0.0,
+    lower: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> EpsilonResult:
     """``rdp_to_epsilon(evaluate(orders), delta)`` evaluating only the orders that can attain it.
 
     ``evaluate(sub)`` must return the RDP curve of a composition of Poisson-subsampled Gaussian
     (or plain Gaussian) steps at the orders ``sub`` -- the same values it would give for them
     within the whole grid, up to rounding.  ``floor`` is a lower bound on the true RDP at every
-    order (e.g. :func:`kl_floor`; 0 is always valid).  See the module docstring for the
-    derivation and the cases that fall back to the whole curve.
+    order (e.g. :func:`kl_floor`; 0 is always valid).  ``lower(sub)``, if given, returns lower
+    bounds on the true RDP at the orders ``sub`` (e.g. :func:`accounting.rdp_lower.lower_rdp_steps`);
+    it is asked only about orders that the chords and ``floor`` cannot rule out, each order at
+    most once.  See the module docstring for the derivation and the cases that fall back to the
+    whole curve.
     """
     method = check_method(method)
     o = np.asarray(orders, dtype=float).reshape(-1)
@@ -202,7 +217,9 @@ def screened_epsilon(
         return full()
     done = np.zeros(n, dtype=bool)
     rdp = np.full(n, np.inf)
-    todo = _first_subset(o)
+    todo = _first_subset(o, top=None if lower is None else _FIRST_UP_TO)
+    closed = np.zeros(n)  # lower(...) at the orders asked so far
+    asked = np.zeros(n, dtype=bool)
     usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
@@ -220,6 +237,16 @@ def screened_epsilon(
         low = np.maximum(lower_rdp(o, o[pts], rdp[pts]), floor)
         eps_low = epsilon_per_order(o, low, delta, method)
         cand = ~done & (eps_low <= b * (1.0 + _SLACK))
+        if lower is not None and not np.any(cand & is_int):
+            # Fractional candidates only (integer ones are cheap to evaluate): the closed-form
+            # bound, asked once per order, rules most of them out (rdp_lower's docstring).
+            ask = np.flatnonzero(cand & ~asked)
+            if ask.size:
+                closed[ask] = lower(o[ask])
+                asked[ask] = True
+            sel = np.flatnonzero(cand)
+            eps_closed = epsilon_per_order(o[sel], np.maximum(low[sel], closed[sel]), delta, method)
+            cand[sel] = eps_closed <= b * (1.0 + _SLACK)
         if b == 0.0:
             cand &= idx < best  # ties go to the first order, and nothing beats 0
         if np.any(cand & is_int):
@@ -241,15 +268,18 @@ def screened_epsilon(
             for a in np.unique(np.floor(o[cand])):
                 near |= (o >= a - 1.0) & (o <= a + 2.0)
             near &= is_int & ~done & (o >= lo_n) & (o <= hi_n)
+            if lower is not None and np.all(o[cand] <= _CLOSED_UP_TO):
+                near[:] = False  # the closed-form bound is tighter there than the chords
             if near.any():
                 cand = near
         todo = np.flatnonzero(cand)
-        if todo.size > _FRAC_BATCH and not is_int[todo[0]]:
+        batch = _FRAC_BATCH if lower is None else _FRAC_BATCH_CLOSED
+        if todo.size > batch and not is_int[todo[0]]:
             # Fractional orders cost ~100x more: the most promising few first (smallest epsilon
             # of the chord between evaluated integer neighbours, an upper estimate of their
             # computed value), so that B drops and the next round screens out more.
             up = epsilon_per_order(o[todo], upper_rdp(o[todo], o[pts], rdp[pts]), delta, method)
-            todo = np.sort(todo[np.argsort(up, kind="stable")[:_FRAC_BATCH]])
+            todo = np.sort(todo[np.argsort(up, kind="stable")[:batch]])
         if not todo.size and usable.size and not done[usable[0]]:
             # The conversion warns when the optimum is the smallest usable order of the curve.
             # If the best order is the smallest *evaluated* usable one, whether it is the
@@ -286,6 +316,7 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
     curve.  Equal to ``rdp_to_epsilon(event.rdp(orders), delta)`` up to rounding."""
     from accounting.events import ScheduleEvent, SubsampledGaussianEvent
     from accounting.rdp import exact_rdp_function
+    from accounting.rdp_lower import event_lower_rdp
 
     if screenable(event):
         evaluate = event.rdp
@@ -294,5 +325,12 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
             evaluate = exact_rdp_function(*event.step_arrays) or event.rdp
         elif isinstance(event, SubsampledGaussianEvent):
             evaluate = exact_rdp_function(event.sample_rate, event.noise_multiplier) or event.rdp
-        return screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))
+        return screened_epsilon(
+            evaluate,
+            orders,
+            delta,
+            method=method,
+            floor=event_floor(event),
+            lower=lambda sub: event_lower_rdp(event, sub),
+        )
     return rdp_to_epsilon(event.rdp(np.asarray(orders, dtype=float)), delta, method=method)
