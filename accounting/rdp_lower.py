@@ -43,7 +43,6 @@ beyond its own 1e-9 slack, so the margins cost nothing.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
