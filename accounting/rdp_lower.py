@@ -149,8 +149,8 @@ def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts
             n_adds += pairs[a : a + per].shape[0] + 1
     full = np.flatnonzero((q == 1.0) & np.isfinite(s) & (c > 0.0))
     if full.size:
-        # plain Gaussian: RDP = alpha s exactly; s = 1/(2 sigma^2) rounds by 2 ulp
-        total[ok_o] += float(np.sum(c[full] * s[full])) * oo * (1.0 - 8.0 * _ULP)
+        # plain Gaussian: log A = alpha (alpha - 1) s exactly; s = 1/(2 sigma^2) rounds by 2 ulp
+        total[ok_o] += float(np.sum(c[full] * s[full])) * (oo * (oo - 1.0)) * (1.0 - 8.0 * _ULP)
         n_adds += full.size + 1
     with np.errstate(invalid="ignore"):
         res = total / np.where(ok_o, o - 1.0, 1.0)
