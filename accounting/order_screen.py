@@ -9,8 +9,10 @@ has 156 orders, 99 of them below 11, of which 90 are fractional).
 How: ``f(alpha) = (alpha - 1) R(alpha)`` of the true RDP ``R`` is convex with ``f(1) = 0`` and
 ``R`` is non-decreasing, so the evaluated integer orders (values bracketed within their rounding
 allowance, :func:`_relative_excess`) give a lower bound ``L(alpha) <= R(alpha)`` at every other
-order, with the KL floor besides.  An order whose epsilon at ``L`` exceeds the best evaluated
-epsilon cannot be the minimum; the rest are evaluated until no candidate is left.
+order, with the KL floor besides, and at fractional orders the closed-form bound of
+:mod:`accounting.rdp_lower` (fractional orders cost ~100x an integer one to evaluate).  An order
+whose epsilon at ``L`` exceeds the best evaluated epsilon cannot be the minimum; the rest are
+evaluated until no candidate is left.
 
 Soundness never depends on the screening: the reported epsilon is the conversion of exactly
 evaluated orders.  What the screening buys is equality with the whole curve (value to rounding,
