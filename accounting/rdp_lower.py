@@ -115,7 +115,11 @@ def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts
     sub = np.flatnonzero((q > 0.0) & (q < 1.0) & np.isfinite(s) & (s > 0.0) & (c > 0.0))
     if sub.size:
         # one row per distinct (q, s): schedules repeat few pairs, and the rows cost the same
-        pairs, inv = np.unique(np.stack([q[sub], s[sub]], axis=1), axis=0, return_inverse=True)
+        if np.all(q[sub] == q[sub[0]]):  # one rate (the usual schedule): a 1-d unique is cheaper
+            us, inv = np.unique(s[sub], return_inverse=True)
+            pairs = np.stack([np.full(us.size, q[sub[0]]), us], axis=1)
+        else:
+            pairs, inv = np.unique(np.stack([q[sub], s[sub]], axis=1), axis=0, return_inverse=True)
         weight = np.bincount(inv.reshape(-1), weights=c[sub], minlength=pairs.shape[0])
         per = max(1, (1 << 20) // max(1, oo.size))
         for a in range(0, pairs.shape[0], per):
