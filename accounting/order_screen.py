@@ -55,8 +55,9 @@ _INT_BATCH = 4
 #: With a closed-form lower bound: fractional candidates evaluated per round (it leaves few,
 #: and the most promising two usually settle the rest).
 _FRAC_BATCH_CLOSED = 2
-#: With a closed-form lower bound: the first subset's geometric points stop here (and the
-#: integer neighbours of fractional candidates up to here are not evaluated for chords).
+#: With a closed-form lower bound: first-subset points above this may be deferred (see
+#: :func:`screened_epsilon`); fractional candidates up to _CLOSED_UP_TO get no integer
+#: neighbours evaluated for their chords (the closed-form bound is tighter there).
 _FIRST_UP_TO = 64.0
 _CLOSED_UP_TO = 20.0
 #: Fractional orders this close (relative) to an integer make the whole curve be converted.
@@ -71,14 +72,12 @@ def _relative_excess(alpha: np.ndarray) -> np.ndarray:
     return 100.0 * 8.0 * _ULP * (a * (np.log(a) + 38.0) + 2.0) / 1e-2 + 1e-12
 
 
-def _first_subset(orders: np.ndarray, top: float | None = None) -> np.ndarray:
+def _first_subset(orders: np.ndarray) -> np.ndarray:
     """Indices of the first evaluated orders: the largest order, and near each point of a
     geometric sequence the closest integer order (they give the lower bounds) -- or the closest
     order when the grid has fewer than two integers.  The smallest usable order, often a slow
     fractional one, is evaluated only when the edge-of-grid warning needs it
-    (:func:`screened_epsilon`).  With ``top``, the geometric points above it are left out (the
-    chords' right extensions and the closed-form bounds usually rule them out; if not, they
-    become candidates like any other order)."""
+    (:func:`screened_epsilon`)."""
     n = orders.size
     pick = {n - 1}
     ints = np.flatnonzero(orders == np.floor(orders))
@@ -86,8 +85,6 @@ def _first_subset(orders: np.ndarray, top: float | None = None) -> np.ndarray:
     k = int(math.ceil(math.log(orders[-1] / orders[0]) / math.log(_FIRST_RATIO))) + 1
     for t in np.geomspace(orders[0], orders[-1], max(k, 2)):
         pick.add(int(pool[np.argmin(np.abs(np.log(orders[pool] / t)))]))
-    if top is not None:
-        pick = {i for i in pick if orders[i] <= top or i == n - 1}
     return np.array(sorted(pick), dtype=np.intp)
 
 
@@ -219,9 +216,20 @@ def screened_epsilon(
         return full()
     done = np.zeros(n, dtype=bool)
     rdp = np.full(n, np.inf)
-    todo = _first_subset(o, top=None if lower is None else _FIRST_UP_TO)
+    todo = _first_subset(o)
     closed = np.zeros(n)  # lower(...) at the orders asked so far
     asked = np.zeros(n, dtype=bool)
+    if lower is not None:
+        # Leave out the first subset's points above _FIRST_UP_TO (not the largest) whose epsilon
+        # at the closed-form bound exceeds the least such epsilon of the subset: they are
+        # unlikely to be optimal.  Only the order of evaluation changes; any that remain
+        # candidates are evaluated later like other orders.
+        closed[todo] = lower(o[todo])
+        asked[todo] = True
+        eps_first = epsilon_per_order(o[todo], closed[todo], delta, method)
+        if np.any(np.isfinite(eps_first)):
+            far = (o[todo] > _FIRST_UP_TO) & (todo != n - 1) & (eps_first > np.min(eps_first))
+            todo = todo[~far]
     usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
