@@ -190,9 +190,9 @@ def screened_epsilon(
     within the whole grid, up to rounding.  ``floor`` is a lower bound on the true RDP at every
     order (e.g. :func:`kl_floor`; 0 is always valid).  ``lower(sub)``, if given, returns lower
     bounds on the true RDP at the orders ``sub`` (e.g. :func:`accounting.rdp_lower.lower_rdp_steps`);
-    it is asked only about orders that the chords and ``floor`` cannot rule out, each order at
-    most once.  See the module docstring for the derivation and the cases that fall back to the
-    whole curve.
+    it is asked about the first subset and the fractional orders that the chords and ``floor``
+    cannot rule out, each order at most once.  See the module docstring for the derivation and
+    the cases that fall back to the whole curve.
     """
     method = check_method(method)
     o = np.asarray(orders, dtype=float).reshape(-1)
