@@ -9,8 +9,10 @@ has 156 orders, 99 of them below 11, of which 90 are fractional).
 How: ``f(alpha) = (alpha - 1) R(alpha)`` of the true RDP ``R`` is convex with ``f(1) = 0`` and
 ``R`` is non-decreasing, so the evaluated integer orders (values bracketed within their rounding
 allowance, :func:`_relative_excess`) give a lower bound ``L(alpha) <= R(alpha)`` at every other
-order, with the KL floor besides.  An order whose epsilon at ``L`` exceeds the best evaluated
-epsilon cannot be the minimum; the rest are evaluated until no candidate is left.
+order, with the KL floor besides, and at fractional orders the closed-form bound of
+:mod:`accounting.rdp_lower` (fractional orders cost ~100x an integer one to evaluate).  An order
+whose epsilon at ``L`` exceeds the best evaluated epsilon cannot be the minimum; the rest are
+evaluated until no candidate is left.
 
 Soundness never depends on the screening: the reported epsilon is the conversion of exactly
 evaluated orders.  What the screening buys is equality with the whole curve (value to rounding,
@@ -50,6 +52,14 @@ _ULP = 2.0**-52
 _FRAC_BATCH = 4
 #: Integer candidates evaluated per round when there are more than twice as many.
 _INT_BATCH = 4
+#: With a closed-form lower bound: fractional candidates evaluated per round (it leaves few,
+#: and the most promising two usually settle the rest).
+_FRAC_BATCH_CLOSED = 2
+#: With a closed-form lower bound: first-subset points above this may be deferred (see
+#: :func:`screened_epsilon`); fractional candidates up to _CLOSED_UP_TO get no integer
+#: neighbours evaluated for their chords (the closed-form bound is tighter there).
+_FIRST_UP_TO = 64.0
+_CLOSED_UP_TO = 20.0
 #: Fractional orders this close (relative) to an integer make the whole curve be converted.
 _NEAR_INT = 1e-9
 
@@ -171,14 +181,18 @@ def screened_epsilon(
     *,
     method: str = "improved",
     floor: float = 0.0,
+    lower: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> EpsilonResult:
     """``rdp_to_epsilon(evaluate(orders), delta)`` evaluating only the orders that can attain it.
 
     ``evaluate(sub)`` must return the RDP curve of a composition of Poisson-subsampled Gaussian
     (or plain Gaussian) steps at the orders ``sub`` -- the same values it would give for them
     within the whole grid, up to rounding.  ``floor`` is a lower bound on the true RDP at every
-    order (e.g. :func:`kl_floor`; 0 is always valid).  See the module docstring for the
-    derivation and the cases that fall back to the whole curve.
+    order (e.g. :func:`kl_floor`; 0 is always valid).  ``lower(sub)``, if given, returns lower
+    bounds on the true RDP at the orders ``sub`` (e.g. :func:`accounting.rdp_lower.lower_rdp_steps`);
+    it is asked about the first subset and the fractional orders that the chords and ``floor``
+    cannot rule out, each order at most once.  See the module docstring for the derivation and
+    the cases that fall back to the whole curve.
     """
     method = check_method(method)
     o = np.asarray(orders, dtype=float).reshape(-1)
@@ -203,6 +217,19 @@ def screened_epsilon(
     done = np.zeros(n, dtype=bool)
     rdp = np.full(n, np.inf)
     todo = _first_subset(o)
+    closed = np.zeros(n)  # lower(...) at the orders asked so far
+    asked = np.zeros(n, dtype=bool)
+    if lower is not None:
+        # Leave out the first subset's points above _FIRST_UP_TO (not the largest) whose epsilon
+        # at the closed-form bound exceeds the least such epsilon of the subset: they are
+        # unlikely to be optimal.  Only the order of evaluation changes; any that remain
+        # candidates are evaluated later like other orders.
+        closed[todo] = lower(o[todo])
+        asked[todo] = True
+        eps_first = epsilon_per_order(o[todo], closed[todo], delta, method)
+        if np.any(np.isfinite(eps_first)):
+            far = (o[todo] > _FIRST_UP_TO) & (todo != n - 1) & (eps_first > np.min(eps_first))
+            todo = todo[~far]
     usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
@@ -220,6 +247,16 @@ def screened_epsilon(
         low = np.maximum(lower_rdp(o, o[pts], rdp[pts]), floor)
         eps_low = epsilon_per_order(o, low, delta, method)
         cand = ~done & (eps_low <= b * (1.0 + _SLACK))
+        if lower is not None and not np.any(cand & is_int):
+            # Fractional candidates only (integer ones are cheap to evaluate): the closed-form
+            # bound, asked once per order, rules most of them out (rdp_lower's docstring).
+            ask = np.flatnonzero(cand & ~asked)
+            if ask.size:
+                closed[ask] = lower(o[ask])
+                asked[ask] = True
+            sel = np.flatnonzero(cand)
+            eps_closed = epsilon_per_order(o[sel], np.maximum(low[sel], closed[sel]), delta, method)
+            cand[sel] = eps_closed <= b * (1.0 + _SLACK)
         if b == 0.0:
             cand &= idx < best  # ties go to the first order, and nothing beats 0
         if np.any(cand & is_int):
@@ -241,15 +278,18 @@ def screened_epsilon(
             for a in np.unique(np.floor(o[cand])):
                 near |= (o >= a - 1.0) & (o <= a + 2.0)
             near &= is_int & ~done & (o >= lo_n) & (o <= hi_n)
+            if lower is not None and np.all(o[cand] <= _CLOSED_UP_TO):
+                near[:] = False  # the closed-form bound is tighter there than the chords
             if near.any():
                 cand = near
         todo = np.flatnonzero(cand)
-        if todo.size > _FRAC_BATCH and not is_int[todo[0]]:
+        batch = _FRAC_BATCH if lower is None else _FRAC_BATCH_CLOSED
+        if todo.size > batch and not is_int[todo[0]]:
             # Fractional orders cost ~100x more: the most promising few first (smallest epsilon
             # of the chord between evaluated integer neighbours, an upper estimate of their
             # computed value), so that B drops and the next round screens out more.
             up = epsilon_per_order(o[todo], upper_rdp(o[todo], o[pts], rdp[pts]), delta, method)
-            todo = np.sort(todo[np.argsort(up, kind="stable")[:_FRAC_BATCH]])
+            todo = np.sort(todo[np.argsort(up, kind="stable")[:batch]])
         if not todo.size and usable.size and not done[usable[0]]:
             # The conversion warns when the optimum is the smallest usable order of the curve.
             # If the best order is the smallest *evaluated* usable one, whether it is the
@@ -286,6 +326,7 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
     curve.  Equal to ``rdp_to_epsilon(event.rdp(orders), delta)`` up to rounding."""
     from accounting.events import ScheduleEvent, SubsampledGaussianEvent
     from accounting.rdp import exact_rdp_function
+    from accounting.rdp_lower import event_lower_rdp
 
     if screenable(event):
         evaluate = event.rdp
@@ -294,5 +335,12 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
             evaluate = exact_rdp_function(*event.step_arrays) or event.rdp
         elif isinstance(event, SubsampledGaussianEvent):
             evaluate = exact_rdp_function(event.sample_rate, event.noise_multiplier) or event.rdp
-        return screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))
+        return screened_epsilon(
+            evaluate,
+            orders,
+            delta,
+            method=method,
+            floor=event_floor(event),
+            lower=lambda sub: event_lower_rdp(event, sub),
+        )
     return rdp_to_epsilon(event.rdp(np.asarray(orders, dtype=float)), delta, method=method)
