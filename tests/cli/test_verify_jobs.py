@@ -133,8 +133,29 @@ def _assert_all_gone(pids: set[int]) -> None:
     assert not [p for p in pids if _running(p)], "worker processes outlived the run"
 
 
-def test_timeout_kills_the_workers() -> None:
-    proc = _start_slow_run("--timeout", "8")
+# Two claims whose checks sleep: both workers are inside a claim when the alarm fires, as with two
+# slow built-in claims, but waiting costs no CPU (the SIGTERM test below runs real claims).
+SLEEPING_CLAIMS = """from dptheory.claims import Check, Claim, Outcome, Verdict
+import time
+
+def _check(ctx):
+    time.sleep(300)
+    return Outcome(Verdict.CONFIRMED, "slept", "none", {})
+
+CLAIMS = [Claim(id=f"user.sleep{i}", paper="user", location="here", statement="s", formula="f",
+                assumptions=(), checks=(Check("c", "property", _check),)) for i in (1, 2)]
+"""
+
+
+def test_timeout_kills_the_workers(tmp_path) -> None:
+    claims_file = tmp_path / "sleeping.py"
+    claims_file.write_text(SLEEPING_CLAIMS)
+    cmd = [sys.executable, "-m", "dptheory.cli.main", "verify", "--jobs", "2"]
+    cmd += ["--claims-file", str(claims_file)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [*cmd, "--timeout", "8"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     seen = _watch_workers(proc, until=lambda seen: False)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
