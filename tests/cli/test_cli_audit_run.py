@@ -32,10 +32,21 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--eps", "2", "--mode", "grey"], "--mode"),
     ],
 )
-def test_bad_input_one_line_exit_2(args, option):
-    p = _run(*args)
+def test_bad_input_one_line_exit_2(args, option, capsys):
+    """In process: the status ``main`` returns and the one stderr line (the next test checks one
+    case's exit status as a real process)."""
+    from dptheory.cli.main import main
+
+    assert main(["audit-run", *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and option in err
+
+
+def test_bad_input_exits_2_as_a_process():
+    p = _run("--eps", "2", "--mode", "grey")
     assert p.returncode == 2 and p.stdout == ""
-    assert len(p.stderr.strip().splitlines()) == 1 and option in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "--mode" in p.stderr
 
 
 def test_json_keys_and_sound_on_correct_run():
