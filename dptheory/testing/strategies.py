@@ -155,6 +155,28 @@ def mechanism_events(*, max_leaves: int = 4, max_count: int = 10**6) -> st.Searc
     return st.recursive(leaves, extend, max_leaves=max_leaves)
 
 
+def _rows_at_radii(g: np.ndarray, radii: list[float], c: float) -> np.ndarray:
+    """Row i of ``g`` rescaled to L2 norm ``radii[i]`` (zero where the row or the radius is), then
+    nudged down until no row's norm exceeds ``c``, however the norm is computed."""
+    out = np.zeros_like(g)
+    for i in range(g.shape[0]):
+        # Direction first, from the row over its largest entry: a row of tiny entries (1e-160)
+        # has squares in the subnormal range, so norm(g[i]) itself is off by up to ~1e-4, the
+        # scaled row lands that far above the bound, and the ulp steps below would take ~1e11
+        # rounds to bring it down.
+        top = float(np.max(np.abs(g[i])))
+        if top > 0 and radii[i] > 0:
+            u = g[i] / top
+            out[i] = u * (radii[i] / float(np.linalg.norm(u)))
+    # Rounding: a row's norm must not exceed the bound however it is computed. The per-row norm
+    # and the batched ``norm(axis=1)`` use different summation orders and can differ by an ulp.
+    while True:
+        over = (np.linalg.norm(out, axis=1) > c) | np.array([float(np.linalg.norm(r)) > c for r in out])
+        if not over.any():
+            return out
+        out[over] *= 1 - 2**-50
+
+
 def gradient_sets(
     *, norm_bound: float = 1.0, max_examples: int = 32, max_dim: int = 16
 ) -> st.SearchStrategy[np.ndarray]:
@@ -164,21 +186,6 @@ def gradient_sets(
     if not c > 0:
         raise ValueError("norm_bound must be > 0")
 
-    def build(n: int, d: int, raw: list[float], radii: list[float]) -> np.ndarray:
-        g = np.asarray(raw, dtype=float).reshape(n, d)
-        out = np.zeros_like(g)
-        for i in range(n):
-            norm = float(np.linalg.norm(g[i]))
-            if norm > 0 and radii[i] > 0:
-                out[i] = g[i] * (radii[i] / norm)
-        # Rounding: a row's norm must not exceed the bound however it is computed. The per-row norm
-        # and the batched ``norm(axis=1)`` use different summation orders and can differ by an ulp.
-        while True:
-            over = (np.linalg.norm(out, axis=1) > c) | np.array([float(np.linalg.norm(r)) > c for r in out])
-            if not over.any():
-                return out
-            out[over] *= 1 - 2**-50
-
     radius = st.one_of(st.sampled_from([c, 0.0]), st.floats(0.0, c), log_uniform(c * 1e-12, c))
 
     @st.composite
@@ -187,7 +194,7 @@ def gradient_sets(
         d = draw(st.integers(1, max_dim))
         raw = draw(st.lists(st.floats(-1.0, 1.0), min_size=n * d, max_size=n * d))
         radii = draw(st.lists(radius, min_size=n, max_size=n))
-        return build(n, d, raw, radii)
+        return _rows_at_radii(np.asarray(raw, dtype=float).reshape(n, d), radii, c)
 
     return sets()
 

@@ -44,6 +44,29 @@ def test_strategies_stay_in_the_documented_envelope(p, zs, g) -> None:
     assert g.ndim == 2 and np.all(np.linalg.norm(g, axis=1) <= 0.5)
 
 
+def test_gradient_rows_of_tiny_entries_reach_their_radius_at_once() -> None:
+    """Rows whose squares are subnormal (1e-160): their norm is inexact, so rescaling by it put the
+    row ~4e-5 above the bound, and the ulp-step correction spun for hours in a user's suite."""
+    import signal
+
+    from dptheory.testing.strategies import _rows_at_radii
+
+    g = np.array([[1e-160, 3e-161], [5e-324, 0.0], [0.3, -0.4], [0.0, 0.0]])
+    radii = [2.0, 2.0, 1.0, 2.0]
+    old = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the rescaling loop did not stop"))
+    signal.alarm(5)
+    try:
+        out = _rows_at_radii(g, radii, 2.0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    norms = np.linalg.norm(out, axis=1)
+    assert np.all(norms <= 2.0) and np.allclose(norms, [2.0, 2.0, 1.0, 0.0], rtol=1e-14, atol=0)
+    # each row keeps its direction
+    assert np.allclose(out[0] / norms[0], [1e-160, 3e-161] / np.linalg.norm([1.0, 0.3]) / 1e-160)
+    assert np.allclose(out[2], [0.6, -0.8]) and out[1][1] == 0.0
+
+
 @FAST
 @given(mechanism_events(max_leaves=3, max_count=100))
 def test_assert_epsilon_at_most_passes_at_the_accountants_own_number(m) -> None:
