@@ -35,14 +35,18 @@ Every S(n) is inflated by :data:`FLOAT_MARGIN` for the floating-point rounding o
 optimizer, where the equality cases of K4 are reachable.
 
 Status: K1-K7 were re-derived by an independent review (no error, no counterexample, exact small-T
-divergences and every audit below the bound).  :data:`ENABLED` lets ``--mode certified`` take it into
-the minimum over regimes (:mod:`accounting.algorithms.dicesgd`); every regime there is an upper bound,
-so their minimum is.  Switched off, the certified numbers are those of the other regimes alone.
+divergences and every audit below the bound).  ``--mode certified`` takes it into the minimum over
+regimes (:mod:`accounting.algorithms.dicesgd`); every regime there is an upper bound, so their minimum
+is.  Inside :func:`left_out` (scoped to the calling thread or task, like ``rdp.coarse_bounds``) the
+certified numbers are those of the other regimes alone, for comparisons and benchmarks.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -50,11 +54,26 @@ from accounting import validate
 from accounting.errors import InvalidParameter
 from accounting.rounding import up
 
-__all__ = ["ENABLED", "FLOAT_MARGIN", "MAX_STEPS", "conservation_rdp", "conservation_epsilon"]
+__all__ = ["FLOAT_MARGIN", "MAX_STEPS", "conservation_rdp", "conservation_epsilon", "in_use", "left_out"]
 
-#: The switch: when True, the certified DiceSGD epsilon (and hence calibration) is the minimum of
-#: the other regimes and this bound; False reproduces the other regimes' numbers bit for bit.
-ENABLED: bool = True
+_LEFT_OUT: ContextVar[bool] = ContextVar("dptheory_conservation_left_out", default=False)
+
+
+def in_use() -> bool:
+    """Whether DiceSGD's certified minimum includes this bound here (always, outside :func:`left_out`)."""
+    return not _LEFT_OUT.get()
+
+
+@contextmanager
+def left_out() -> Iterator[None]:
+    """Leave this bound out of DiceSGD's certified minimum inside the block, for this thread or task
+    only (a ``ContextVar``): the numbers are then the other regimes' alone, bit for bit.  No global
+    is changed, so other threads and later calls are unaffected."""
+    token = _LEFT_OUT.set(True)
+    try:
+        yield
+    finally:
+        _LEFT_OUT.reset(token)
 
 #: Relative inflation of the squared-shift budget S(n).  K4 is tight (a residual stored, then
 #: released in one step, reaches ``sum ||u_t||^2 = (n a)^2``), so the bound has no slack for the
