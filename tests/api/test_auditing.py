@@ -199,6 +199,12 @@ def test_tpr_at_fpr_and_clopper_pearson():
         (lambda: CanaryScoreAuditor([1.0], [0.0]).epsilon_one_run_fdp(0.05, 0.0), "delta"),
         (lambda: CanaryScoreAuditor([1.0], [0.0]).epsilon_one_run_fdp(0.05, 1e-5, curve="x"), "curve"),
         (lambda: CanaryScoreAuditor([1.0], [0.0]).tpr_at_given_fpr(2.0), "fpr"),
+        (
+            lambda: CanaryScoreAuditor([1.0], [0.0]).epsilon_one_run(
+                0.05, 1e-5, threshold_strategy=GuessGrid((0.5, 0.0))
+            ),
+            "fractions",
+        ),
     ],
 )
 def test_bad_input_names_parameter(call, name):
