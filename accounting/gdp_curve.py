@@ -29,8 +29,8 @@ the final ``exp``, ``expm1`` and product (a few ulps, against a factor ``e^(+-1e
 Where ``gap`` cancels (tiny ``mu``: the two terms agree to many digits), its error bound would
 swamp it, and the bracket of :func:`_gap_bracket` (an integral form, relative width ~``eps``) is
 intersected with it.  The estimates then bracket ``delta`` to ~1e-6 relative or better over
-``mu`` in [1e-12, 1e9] and ``delta`` in [1e-300, 0.99] (tests/accounting/test_gdp_against_mpmath.py checks both
-sides against 80-digit mpmath), which moves epsilon by < 1e-7 relative.
+``mu`` in [1e-12, 1e9] and ``delta`` in [1e-300, 0.99] (tests/accounting/test_gdp_against_mpmath.py
+checks both sides against 80-digit mpmath), which moves epsilon by < 1e-7 relative.
 """
 
 from __future__ import annotations

@@ -1,48 +1,33 @@
-"""DiceSGD's RDP from the conservation law of the hidden state (a *candidate* certified bound).
+"""DiceSGD's certified RDP from the conservation law of its hidden state.
 
-Derivation: docs/hidden-state.md, "A candidate certified bound: trajectory-level conservation",
-steps K1-K7.  Summary, in the units of "The mechanism" there (noise ``sigma1 = z C1 / B`` on the
-averaged update, add/remove adjacency, Poisson rate q, fixed divisor B, ``e_0 = 0``, only the
-iterates released):
+Derivation: docs/hidden-state.md, "The certified bound outside the flush regime: trajectory-level
+conservation", steps K1-K7, and its assumptions list.  In short (noise ``sigma1 = z C1 / B`` on the
+averaged update, add/remove adjacency, Poisson rate q, fixed divisor B, only the iterates released):
+condition on the others' bits (K1); mix over xi''s whole bit vector by joint convexity (K2); for a
+fixed bit vector each release is a Gaussian shift ``Delta_t = b_t c_t / B + u_t``, and since
+``clip(., C2)`` is a firmly non-expansive projection, what it releases leaves the hidden difference:
+``sum_t ||u_t||^2 <= (n rho / B)^2`` after n inclusions, so ``sum_t ||Delta_t||^2 <= S(n) =
+(sqrt(n) C1/B + n rho/B)^2`` on every history (K3-K5); a Renyi filter turns that budget into
+``alpha S(n) / (2 sigma1^2)`` (K6, proved in the docs); and
+``RDP(alpha) <= log E_{n ~ Bin(T, q)} exp((alpha - 1) alpha S(n) / (2 sigma1^2)) / (alpha - 1)`` (K7).
 
-* K1: condition on every other example's Poisson bits S (same law under both neighbours);
-* K2: joint convexity of ``F(P, Q) = int p^alpha q^(1-alpha)`` over xi''s whole bit vector b, with
-  its prior ``prod q^b_t (1-q)^(1-b_t)``, in both directions;
-* K3-K5: for fixed (S, b) every release is ``N(mu_t + Delta_t, sigma1^2 I)`` against
-  ``N(mu_t, sigma1^2 I)`` with ``Delta_t = b_t c_t / B + u_t``; the clip ``clip(., C2)`` is a
-  projection, hence firmly non-expansive, so what it releases is removed from the hidden difference
-  and ``sum_t ||u_t||^2 <= (n a)^2`` after n inclusions of residual norm ``<= B a = rho``; with
-  Minkowski, ``sum_t ||Delta_t||^2 <= S(n) = (sqrt(n) C1/B + n rho/B)^2`` along every history;
-* K6: the Renyi filter (Feldman & Zrnic 2021, Thm 3.1) turns that almost-sure budget into
-  ``D_alpha <= alpha S(n) / (2 sigma1^2)`` in both directions;
-* K7: ``RDP(alpha) <= log E_{n ~ Bin(T, q)} exp((alpha - 1) alpha S(n) / (2 sigma1^2)) / (alpha - 1)``.
+``rho`` bounds every per-example residual ``g - clip(g, C1)`` (``max(0, G - C1)``, or the residual
+clip R; ``residual_norm_bound`` covers automatic clipping).  In units of z,
+``S(n) / sigma1^2 = (sqrt(n) + n rho / C1)^2 / z^2``; the bound does not depend on C2, and at rho = 0
+it is T full-weight Gaussian releases each present with probability q (never below DP-SGD).  S(n) is
+inflated by :data:`FLOAT_MARGIN` for the optimizer's rounding, since K4's equality cases are reachable.
 
-Assumptions beyond the mechanism: every per-example residual ``g - clip(g, C1)`` entering the error
-state has norm ``<= rho`` at every reachable point (``rho = max(0, G - C1)`` for flat clipping and a
-gradient bound G; the residual clip R gives rho = R; ``residual_norm_bound`` in
-:mod:`accounting.hidden_state` covers automatic clipping), and every clipped gradient has norm <= C1.
-The bound does not depend on C2.  Units: ``S(n) / sigma1^2 = (sqrt(n) + n rho / C1)^2 / z^2``, so B
-cancels, exactly as ``z = sigma1 B / C1`` is used by :func:`accounting.hidden_state.dicesgd_certified_rdp`
-and the flush bound (``z_eff = z C1 / (C1 + rho)``).  At rho = 0 it is the closed form
-``T log(1 - q + q exp(alpha (alpha - 1) / (2 z^2))) / (alpha - 1)``: T independent full-weight
-Gaussian releases each present with probability q, without subsampling amplification beyond
-quasi-convexity (it is never below DP-SGD's exact curve).
-
-Further assumptions (docs/hidden-state.md, "Assumptions of the conservation regime"): Poisson
-sampling, one constant noise multiplier, the other examples' gradients depend only on the iterate
-and on randomness independent of xi', and only the iterates are released (not the error buffer).
-Every S(n) is inflated by :data:`FLOAT_MARGIN` for the floating-point rounding of the real
-optimizer, where the equality cases of K4 are reachable.
-
-Status: K1-K7 were re-derived by an independent review (no error, no counterexample, exact small-T
-divergences and every audit below the bound).  :data:`ENABLED` lets ``--mode certified`` take it into
-the minimum over regimes (:mod:`accounting.algorithms.dicesgd`); every regime there is an upper bound,
-so their minimum is.  Switched off, the certified numbers are those of the other regimes alone.
+Exact small-T Renyi divergences and every audit stay below it (test_dicesgd_conservation.py).
+DiceSGD's ``--mode certified`` takes the minimum of this and its other regimes, each an upper bound;
+inside :func:`left_out` (scoped to the calling thread or task) the numbers are the others' alone.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -50,11 +35,26 @@ from accounting import validate
 from accounting.errors import InvalidParameter
 from accounting.rounding import up
 
-__all__ = ["ENABLED", "FLOAT_MARGIN", "MAX_STEPS", "conservation_rdp", "conservation_epsilon"]
+__all__ = ["FLOAT_MARGIN", "MAX_STEPS", "conservation_rdp", "conservation_epsilon", "in_use", "left_out"]
 
-#: The switch: when True, the certified DiceSGD epsilon (and hence calibration) is the minimum of
-#: the other regimes and this bound; False reproduces the other regimes' numbers bit for bit.
-ENABLED: bool = True
+_LEFT_OUT: ContextVar[bool] = ContextVar("dptheory_conservation_left_out", default=False)
+
+
+def in_use() -> bool:
+    """Whether DiceSGD's certified minimum includes this bound here (always, outside :func:`left_out`)."""
+    return not _LEFT_OUT.get()
+
+
+@contextmanager
+def left_out() -> Iterator[None]:
+    """Leave this bound out of DiceSGD's certified minimum inside the block, for this thread or task
+    only (a ``ContextVar``): the numbers are then the other regimes' alone, bit for bit.  No global
+    is changed, so other threads and later calls are unaffected."""
+    token = _LEFT_OUT.set(True)
+    try:
+        yield
+    finally:
+        _LEFT_OUT.reset(token)
 
 #: Relative inflation of the squared-shift budget S(n).  K4 is tight (a residual stored, then
 #: released in one step, reaches ``sum ||u_t||^2 = (n a)^2``), so the bound has no slack for the

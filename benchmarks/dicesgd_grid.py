@@ -45,16 +45,16 @@ def main() -> None:
         help="leave the conservation-law bound out of the certified minimum (this run only)",
     )
     args = ap.parse_args()
+    import contextlib
+
     import accounting.hidden_state_conservation as hsc
 
-    if args.without_conservation:
-        hsc.ENABLED = False
-    elif args.with_conservation:
-        hsc.ENABLED = True
-    rows = certified_vs_audit_grid(GRID_G, GRID_C2, samples=args.samples)
+    scope = hsc.left_out() if args.without_conservation else contextlib.nullcontext()
+    with scope:
+        rows = certified_vs_audit_grid(GRID_G, GRID_C2, samples=args.samples)
     if args.json:
         for r in rows:
-            print(json.dumps({**r, "conservation": hsc.ENABLED}))
+            print(json.dumps({**r, "conservation": not args.without_conservation}))
         return
     print(
         "| G/C1 | C2/C1 | certified z | regime | P(E^c) | lattice eps_lower | storage eps_lower "

@@ -184,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         # * "Full backward hook is firing when gradients are computed with respect to module outputs":
         #   torch's note on the hooks GradSampleModule registers; the inputs (data) need no gradient
         #   and the per-sample gradients are taken from the parameters' activations and backprops
-        #   (tests/integrations/test_opacus_integration.py checks them against dptheory's reference optimizers).
+        #   (tests/integrations/test_opacus_integration.py checks them against dptheory's reference
+        #   optimizers).
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
         return _run(args, ap)

@@ -28,7 +28,7 @@ certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
     docs/hidden-state.md), converted to (eps, delta); with a residual bound also the flush and
     inclusion-cap regimes and the conservation-law bound (docs/hidden-state.md K1-K7; the switch
-    ``accounting.hidden_state_conservation.ENABLED``, on, leaves it out when turned off). The
+    ``accounting.hidden_state_conservation.left_out()`` leaves it out inside a block). The
     smallest is reported (:meth:`DiceSGD._epsilon_certified`).
 """
 
@@ -261,8 +261,8 @@ class DiceSGD(Algorithm):
         Candidates: ``flush`` (DP-SGD at ``z C1/(C1 + rho)`` on the event E, plus P(E^c) in delta;
         needs rho, i.e. a gradient bound or a residual clip, and P(E^c) < delta), ``hidden-state-rdp``
         (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
-        improved conversion), and ``conservation`` (rho known and the switch
-        ``accounting.hidden_state_conservation.ENABLED`` on, its default; docs/hidden-state.md, K1-K7;
+        improved conversion), and ``conservation`` (rho known; left out only inside
+        ``accounting.hidden_state_conservation.left_out()``; docs/hidden-state.md, K1-K7;
         constant z, which this class guarantees: it takes no noise schedule). Each is a
         valid (eps, delta) statement, so their minimum is too, and calibration, which bisects this
         function, uses the same minimum.
@@ -348,7 +348,7 @@ class DiceSGD(Algorithm):
             }
             if flush["epsilon"] < best[1]:
                 best = ("flush", flush["epsilon"], flush["order"], flush["warnings"])
-        if hsc.ENABLED and rho is not None:
+        if hsc.in_use() and rho is not None:
             # an RDP curve valid for every conversion and the full delta; independent of C2
             cons = result_epsilon(
                 hsc.conservation_epsilon(

@@ -7,11 +7,12 @@ scores them.  See docs/audits.md ("Run audits").
 
 from __future__ import annotations
 
-from dptheory.auditing.auditor import Bonferroni, CanaryScoreAuditor, FixedRule
+from dptheory.auditing.auditor import Bonferroni, CanaryScoreAuditor, FixedRule, GuessGrid
 from dptheory.auditing.tradeoff import ApproxDP, GaussianDP, SubsampledGaussian, TradeoffFamily
 
 __all__ = [
     "CanaryScoreAuditor",
+    "GuessGrid",
     "Bonferroni",
     "FixedRule",
     "TradeoffFamily",

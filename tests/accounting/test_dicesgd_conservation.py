@@ -27,13 +27,14 @@ PAPER = dict(sample_rate=0.02, dataset_size=50_000, batch_size=1000.0, steps=150
 
 
 @pytest.fixture
-def on(monkeypatch):
-    monkeypatch.setattr(hsc, "ENABLED", True)
+def on():
+    assert hsc.in_use()
 
 
 @pytest.fixture
-def off(monkeypatch):
-    monkeypatch.setattr(hsc, "ENABLED", False)
+def off():
+    with hsc.left_out():
+        yield
 
 
 def _rdp(**kw):
@@ -64,9 +65,19 @@ def _closed_form(q, z, t, margin=hsc.FLOAT_MARGIN):
     return np.where(c < 500.0, small, large) / (ORDERS - 1)
 
 
-def test_switch_is_on_by_default():
-    assert hsc.ENABLED is True
+def test_bound_is_in_use_by_default_and_left_out_only_inside_the_block():
+    import threading
+
+    assert hsc.in_use()
     assert "conservation" in _certified().details["regimes"]
+    seen = []
+    with hsc.left_out():
+        assert "conservation" not in _certified().details["regimes"]
+        worker = threading.Thread(target=lambda: seen.append(hsc.in_use()))
+        worker.start()
+        worker.join()
+    assert seen == [True]  # another thread is unaffected
+    assert hsc.in_use() and "conservation" in _certified().details["regimes"]
 
 
 #: Certified numbers of the other regimes alone (switch off), as the reviewed code computed them before
@@ -408,10 +419,9 @@ def test_independent_of_c2_and_the_combined_bound_monotone(on):
         dict(noise_multiplier=300.0, c2=1.0, grad_bound=None),  # no rho: the bound does not apply
     ],
 )
-def test_switch_takes_the_minimum_and_never_raises(kw, monkeypatch):
-    monkeypatch.setattr(hsc, "ENABLED", False)
-    off = _certified(**kw)
-    monkeypatch.setattr(hsc, "ENABLED", True)
+def test_switch_takes_the_minimum_and_never_raises(kw):
+    with hsc.left_out():
+        off = _certified(**kw)
     on_ = _certified(**kw)
     assert on_.epsilon <= off.epsilon
     assert on_.epsilon == min(on_.details["regimes"].values())
@@ -435,15 +445,14 @@ def test_switch_takes_the_minimum_and_never_raises(kw, monkeypatch):
         (2.0, 2.0),
     ],
 )
-def test_flush_cells_unchanged(g, c2, monkeypatch):
+def test_flush_cells_unchanged(g, c2):
     """In the flush cells the certified z is DP-SGD's at clip G (~1.3-2); there the conservation bound,
     which charges every inclusion as an unamplified Gaussian release, is far larger: the minimum is
     the flush value and calibration returns the same z."""
     from dptheory import api
 
-    monkeypatch.setattr(hsc, "ENABLED", False)
-    off = api.calibrate(defaults="paper", eps=2.0, delta=1e-5, algo="dicesgd", grad_bound=g, c2=c2)
-    monkeypatch.setattr(hsc, "ENABLED", True)
+    with hsc.left_out():
+        off = api.calibrate(defaults="paper", eps=2.0, delta=1e-5, algo="dicesgd", grad_bound=g, c2=c2)
     on_ = api.calibrate(defaults="paper", eps=2.0, delta=1e-5, algo="dicesgd", grad_bound=g, c2=c2)
     assert off.details["regime"] == on_.details["regime"] == "flush"
     assert on_.noise_multiplier == off.noise_multiplier and on_.epsilon == off.epsilon

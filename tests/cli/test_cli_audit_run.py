@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 KEYS = {"certified_epsilon", "epsilon_lower", "epsilon_lower_fdp", "confidence", "canaries"}
@@ -128,18 +129,22 @@ def test_example_audit_my_training_flags_the_bug():
 
 @pytest.mark.slow
 def test_correct_dpsgd_runs_sound_over_seeds():
-    """Real training (digits, DP-SGD at certified eps = 2, 1000 white-box canaries): the audit
-    exceeds eps = 2 in no more runs than a 5% error rate allows (binomial 99.9% quantile)."""
+    """Real training (digits, DP-SGD at certified eps = 2, 1000 white-box canaries, 20 seeds, about
+    10 s each): each bound (Steinke; f-DP against the exact curve), at 95%, exceeds eps = 2 in no
+    more runs than a 5% error rate allows (binomial, 99.9%: at most 4 of 20).  The fast subset is
+    tests/api/test_auditing.py::test_one_run_sound_on_dpsgd_mechanism_over_seeds (same score law)."""
     from scipy import stats
 
     from dptheory.auditing import CanaryScoreAuditor, SubsampledGaussian
     from dptheory.auditing.digits_run import train_audited
 
-    runs, fails = 6, 0
+    runs, steinke, fdp = 20, [], []
     for seed in range(runs):
         r = train_audited(algo="dpsgd", noise_multiplier=1.2239, canaries=1000, seed=seed)
         a = CanaryScoreAuditor(r["in_scores"], r["out_scores"], seed=seed)
+        steinke.append(a.epsilon_one_run(0.05, 1e-5, False))
         fam = SubsampledGaussian(r["sample_rate"], r["steps"])
-        best = max(a.epsilon_one_run(0.05, 1e-5, False), a.epsilon_one_run_fdp(0.05, 1e-5, False, curve=fam))
-        fails += best > 2.0
-    assert fails <= stats.binom.ppf(0.999, runs, 0.05)
+        fdp.append(a.epsilon_one_run_fdp(0.05, 1e-5, False, curve=fam))
+    allowed = stats.binom.ppf(0.999, runs, 0.05)
+    assert sum(e > 2.0 for e in steinke) <= allowed and sum(e > 2.0 for e in fdp) <= allowed
+    assert np.median(fdp) > 0.1  # not vacuous: the audit sees the canaries

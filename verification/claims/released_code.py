@@ -45,7 +45,8 @@ DICE_ABLATION = {
 def dice_code_noise_multiplier(eps: float = 2.0, delta: float = 1e-5, epochs: int = 3) -> dict:
     """z from the DP-SGD RDP accountant (what the code's fastDP engine calibrates for target_epsilon=2).
 
-    Our certified DP-SGD accountant agrees with dp-accounting's RDP to 1e-9 (tests/accounting/test_accountant.py);
+    Our certified DP-SGD accountant agrees with dp-accounting's RDP to 1e-9
+    (tests/accounting/test_accountant.py);
     fastDP's order grid may move z by a few per cent, so the refuting setting is also rerun at 1.05 z.
     The noise std is z C1 sqrt(1 + 2 C2) (``factor`` at C2 = 1).
     """
