@@ -106,6 +106,9 @@ def _arm_timeout(seconds: float | None) -> None:
             deferred[0] += 1
             signal.setitimer(signal.ITIMER_REAL, _IMPORT_RECHECK_S)
             return
+        # Raised inside a weakref callback or a __del__, the exception is printed as "ignored" and
+        # lost, and the command would run on unbounded: fire again until one reaches main().
+        signal.setitimer(signal.ITIMER_REAL, _REFIRE_S)
         raise CommandTimeout()
 
     signal.signal(signal.SIGALRM, _expire)
@@ -113,6 +116,7 @@ def _arm_timeout(seconds: float | None) -> None:
 
 
 _IMPORT_RECHECK_S = 0.05
+_REFIRE_S = 1.0
 _IMPORT_GRACE_S = 30.0
 
 

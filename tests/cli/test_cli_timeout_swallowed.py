@@ -1,0 +1,51 @@
+"""``--timeout`` still stops a command when its first alarm lands where Python swallows exceptions
+(a weakref callback, a ``__del__``: printed as "Exception ignored", then lost).  Seen in
+``dptheory figures --timeout 2``: the alarm hit a WeakKeyDictionary callback and the command ran on."""
+
+from __future__ import annotations
+
+import gc
+import signal
+import time
+import weakref
+
+import pytest
+
+from dptheory.cli import main as cli_main
+
+
+class _Obj:
+    pass
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed one
+def test_a_swallowed_alarm_fires_again() -> None:
+    swallowed = []
+
+    def callback(_ref) -> None:
+        # busy here until the alarm interrupts this callback: its CommandTimeout is "ignored"
+        t = time.perf_counter()
+        swallowed.append(False)
+        while time.perf_counter() - t < 3.0:
+            pass
+        swallowed[-1] = True  # not reached when the alarm interrupted the loop
+
+    old = signal.getsignal(signal.SIGALRM)
+    obj = _Obj()
+    ref = weakref.ref(obj, callback)
+    start = time.perf_counter()
+    try:
+        cli_main._arm_timeout(0.1)
+        try:
+            del obj
+            gc.collect()  # runs the callback (CPython frees obj at once; collect for others)
+            while time.perf_counter() - start < 10.0:
+                pass
+            stopped_after = None
+        except cli_main.CommandTimeout:
+            stopped_after = time.perf_counter() - start
+    finally:
+        cli_main._disarm_timeout()
+        signal.signal(signal.SIGALRM, old)
+    assert ref() is None and swallowed == [False]  # the first alarm fired inside the callback
+    assert stopped_after is not None and stopped_after < 0.1 + cli_main._REFIRE_S + 1.0
