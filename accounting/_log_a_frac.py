@@ -353,8 +353,13 @@ def log_a_frac(
     a: np.ndarray,
     tab_idx: np.ndarray,
     tabs: tuple[np.ndarray, ...],
+    step: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """log A for fractional orders, one (step, order) pair per row.
+
+    ``step`` (optional) names each row's step: rows of one step share ``q`` and ``sigma``, so
+    the first series' ``log Phi((z0 - i)/sigma)`` does not depend on the order and is computed
+    once per step and term (the same value, elementwise, as per row).
 
     Terms and stopping rule are dp-accounting's ``_compute_log_a_frac`` (absolute values of
     both series; stop after the first index i at which both series' terms decrease and are
@@ -407,7 +412,15 @@ def log_a_frac(
             # i log q + (alpha-i) log(1-q) = alpha log(1-q) + i (log q - log(1-q)), and
             # symmetrically for the second series (j = alpha - i).
             ida = i * da
-            ls0 = lc + base0[active] + ida + ii * sa + _log_ndtr_upper((z0a - i) / siga)
+            if step is None:
+                phi0 = _log_ndtr_upper((z0a - i) / siga)
+            else:
+                _, one, back = np.unique(step[active], return_index=True, return_inverse=True)
+                if one.size < active.size:
+                    phi0 = _log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
+                else:
+                    phi0 = _log_ndtr_upper((z0a - i) / siga)
+            ls0 = lc + base0[active] + ida + ii * sa + phi0
             ls1 = lc + base1[active] - ida + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
             pa = partial[active]
             ref = np.maximum(np.maximum(ls0.max(axis=0), ls1.max(axis=0)), pa)

@@ -229,7 +229,7 @@ def evaluate_steps(
         for a0 in range(0, r_idx.size, per):
             rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
             alpha = orders[frac_cols][jj]
-            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs)
+            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs, rr)
             la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s)
             vals = la / (alpha - 1.0)
             for j in np.unique(jj):
