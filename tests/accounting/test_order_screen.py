@@ -142,6 +142,17 @@ def test_edge_of_grid_warning_kept() -> None:
     assert got.on_edge
 
 
+@pytest.mark.parametrize("base", [20.0, 31.7, 50.0, 100.0])
+def test_optimum_at_large_first_subset_orders(base) -> None:
+    """Optima at 63 ... 1024 (first-subset points the closed-form bound may defer, the largest
+    order included): same epsilon, order and edge warning as the whole curve."""
+    event = ScheduleEvent.from_schedule("inv-k", base, 50, 0.01)
+    full = rdp_to_epsilon(event.rdp(DP_ACCOUNTING_ORDERS), 1e-5)
+    got = event_epsilon(event, DP_ACCOUNTING_ORDERS, 1e-5)
+    assert full.order >= 63
+    _assert_same(full, got)
+
+
 def test_zero_epsilon_tie_goes_to_first_order() -> None:
     # so much noise that the KL bound gives eps = 0 at many orders: the first one is reported
     event = SubsampledGaussianEvent(1e-5, 1e6)
