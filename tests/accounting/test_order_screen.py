@@ -227,6 +227,21 @@ def test_exact_rdp_function_is_the_same_evaluation() -> None:
         assert exact_rdp_function(0.02, z[:10]) is not None
 
 
+def test_exact_rdp_function_rounds_equal_fresh_evaluations() -> None:
+    """Integer orders' per-step log A is kept between calls (the chords of later fractional
+    orders reuse it): every round is bit for bit a fresh evaluation of its orders."""
+    from accounting.rdp import exact_rdp_function
+
+    z = noise_multipliers("inv-k", 30.0, 300)
+    fn = exact_rdp_function(0.01, z)
+    assert fn is not None
+    for orders in ([9.0], [7.0, 8.0, 10.0], [8.1, 8.2, 9.5, 10.5], [2.0, 3.5, 64.0], DP_ACCOUNTING_ORDERS):
+        o = np.array(orders, dtype=float)
+        want = subsampled_gaussian_rdp(0.01, z, o)
+        got = fn(o)
+        assert np.array_equal(got.rdp, want.rdp) and got.dropped == want.dropped
+
+
 @pytest.mark.parametrize(
     "options",
     [
