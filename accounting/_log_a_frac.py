@@ -305,8 +305,12 @@ def frac_with_chord(
     l1q: np.ndarray,
     s: np.ndarray,
     log_s: np.ndarray,
+    int_cache: dict[int, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Tighten fractional-order ``log A`` by the chord between the neighbouring integer orders.
+
+    ``int_cache`` (optional): ``{m: log A_m per step, NaN where not yet known}`` from
+    :func:`log_a_int_precise` on earlier calls with the same steps; read and filled here.
 
     ``log A_alpha = (alpha - 1) D_alpha = log int p^alpha q^(1-alpha)`` is convex in alpha
     (Hoelder's inequality) and 0 at alpha = 1, so for ``n < alpha < n + 1`` (n integer >= 1)
@@ -330,7 +334,7 @@ def frac_with_chord(
             # Each step once: the ~20 fractional orders next to m share their rows (per-row
             # values do not depend on the other rows, so this is the same value, ~20x cheaper).
             uniq, inv = np.unique(rows[sel], return_inverse=True)
-            vals[sel] = log_a_int_precise(lq, l1q, s, log_s, uniq, int(m))[inv.reshape(-1)]
+            vals[sel] = cached_log_a_int(lq, l1q, s, log_s, uniq, int(m), int_cache)[inv.reshape(-1)]
         la_int[int(m)] = vals
     lo = np.empty(rows.size)
     hi = np.empty(rows.size)
@@ -345,6 +349,27 @@ def frac_with_chord(
     out = np.where(status == 0, np.fmin(la + _frac_rounding(alpha), chord), chord)
     fixed = np.isfinite(out)
     return np.where(fixed, out, la), np.where(fixed, 0, status)
+
+
+def cached_log_a_int(
+    lq: np.ndarray,
+    l1q: np.ndarray,
+    s: np.ndarray,
+    log_s: np.ndarray,
+    rows: np.ndarray,
+    alpha: int,
+    cache: dict[int, np.ndarray] | None,
+) -> np.ndarray:
+    """:func:`log_a_int_precise` at ``rows``, reading and filling ``cache`` (see
+    :func:`frac_with_chord`): a row's value does not depend on the other rows evaluated with it,
+    so a cached value is the one a fresh call would give."""
+    if cache is None:
+        return log_a_int_precise(lq, l1q, s, log_s, rows, alpha)
+    known = cache.setdefault(alpha, np.full(lq.size, np.nan))
+    miss = rows[np.isnan(known[rows])]
+    if miss.size:
+        known[miss] = log_a_int_precise(lq, l1q, s, log_s, miss, alpha)
+    return known[rows]
 
 
 def _cumsum0(x: np.ndarray) -> np.ndarray:
@@ -362,8 +387,13 @@ def log_a_frac(
     a: np.ndarray,
     tab_idx: np.ndarray,
     tabs: tuple[np.ndarray, ...],
+    step: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """log A for fractional orders, one (step, order) pair per row.
+
+    ``step`` (optional) names each row's step: rows of one step share ``q`` and ``sigma``, so
+    the first series' ``log Phi((z0 - i)/sigma)`` does not depend on the order and is computed
+    once per step and term (the same value, elementwise, as per row).
 
     Terms and stopping rule are dp-accounting's ``_compute_log_a_frac`` (absolute values of
     both series; stop after the first index i at which both series' terms decrease and are
@@ -416,7 +446,15 @@ def log_a_frac(
             # i log q + (alpha-i) log(1-q) = alpha log(1-q) + i (log q - log(1-q)), and
             # symmetrically for the second series (j = alpha - i).
             ida = i * da
-            ls0 = lc + base0[active] + ida + ii * sa + _log_ndtr_upper((z0a - i) / siga)
+            if step is None:
+                phi0 = _log_ndtr_upper((z0a - i) / siga)
+            else:
+                _, one, back = np.unique(step[active], return_index=True, return_inverse=True)
+                if one.size < active.size:
+                    phi0 = _log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
+                else:
+                    phi0 = _log_ndtr_upper((z0a - i) / siga)
+            ls0 = lc + base0[active] + ida + ii * sa + phi0
             ls1 = lc + base1[active] - ida + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
             pa = partial[active]
             ref = np.maximum(np.maximum(ls0.max(axis=0), ls1.max(axis=0)), pa)

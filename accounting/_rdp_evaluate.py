@@ -10,6 +10,7 @@ import numpy as np
 
 from accounting._log_a_frac import (
     NDTR_ONE,
+    cached_log_a_int,
     frac_tables_stacked,
     frac_with_chord,
     log_a_frac,
@@ -18,7 +19,6 @@ from accounting._log_a_int import (
     CHUNK_ELEMS,
     INT_PRUNE,
     log_a_int_dense,
-    log_a_int_precise,
     log_s_of_sigma,
 )
 from accounting.rounding import ULP, up
@@ -84,9 +84,16 @@ def _top_value(x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray | flo
 
 
 def evaluate_steps(
-    q: np.ndarray, sig: np.ndarray, orders: np.ndarray, weights: np.ndarray | None
+    q: np.ndarray,
+    sig: np.ndarray,
+    orders: np.ndarray,
+    weights: np.ndarray | None,
+    int_cache: dict[int, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, dict[int, str]]:
     """RDP of steps ``(q_t, sigma_t)`` at each order.
+
+    ``int_cache``: per-step integer-order ``log A`` kept between calls on the same steps
+    (:func:`accounting._log_a_frac.cached_log_a_int`; the same values, computed once).
 
     ``weights is None``: the ``(T, n)`` matrix (NaN where not evaluable).  Otherwise the
     weighted column sums ``sum_t w_t rdp[t]`` (NaN at orders with a non-evaluable entry).
@@ -206,7 +213,7 @@ def evaluate_steps(
     for col in big_cols:  # ... large ones: pruned blocks, per order, on their own slow rows
         rows = np.concatenate(slow[col])
         alpha = int(orders[col])
-        put(col, rows, log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+        put(col, rows, cached_log_a_int(lq_all, l1q_all, s, log_s, rows, alpha, int_cache) / (alpha - 1))
     if int_cols:
         alphas = tuple(int(orders[c]) for c in int_cols)
         union = np.unique(np.concatenate([np.concatenate(slow[c]) for c in int_cols]))
@@ -220,7 +227,8 @@ def evaluate_steps(
         else:
             for col, alpha in zip(int_cols, alphas, strict=True):
                 rows = np.concatenate(slow[col])
-                put(col, rows, log_a_int_precise(lq_all, l1q_all, s, log_s, rows, alpha) / (alpha - 1))
+                la_c = cached_log_a_int(lq_all, l1q_all, s, log_s, rows, alpha, int_cache)
+                put(col, rows, la_c / (alpha - 1))
     if frac_cols.size:
         pr = [np.concatenate(slow[c]) if slow[c] else np.zeros(0, dtype=np.int64) for c in frac_cols]
         r_idx = np.concatenate(pr)
@@ -229,8 +237,8 @@ def evaluate_steps(
         for a0 in range(0, r_idx.size, per):
             rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
             alpha = orders[frac_cols][jj]
-            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs)
-            la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s)
+            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs, rr)
+            la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s, int_cache)
             vals = la / (alpha - 1.0)
             for j in np.unique(jj):
                 sel = jj == j

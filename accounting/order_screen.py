@@ -58,7 +58,7 @@ _FRAC_BATCH_CLOSED = 2
 #: With a closed-form lower bound: first-subset points above this may be deferred (see
 #: :func:`screened_epsilon`); fractional candidates up to _CLOSED_UP_TO get no integer
 #: neighbours evaluated for their chords (the closed-form bound is tighter there).
-_FIRST_UP_TO = 64.0
+_FIRST_UP_TO = 20.0
 _CLOSED_UP_TO = 20.0
 #: Fractional orders this close (relative) to an integer make the whole curve be converted.
 _NEAR_INT = 1e-9
@@ -220,7 +220,7 @@ def screened_epsilon(
     closed = np.zeros(n)  # lower(...) at the orders asked so far
     asked = np.zeros(n, dtype=bool)
     if lower is not None:
-        # Leave out the first subset's points above _FIRST_UP_TO (not the largest) whose epsilon
+        # Leave out the first subset's points above _FIRST_UP_TO (the largest too) whose epsilon
         # at the closed-form bound exceeds the least such epsilon of the subset: they are
         # unlikely to be optimal.  Only the order of evaluation changes; any that remain
         # candidates are evaluated later like other orders.
@@ -228,7 +228,7 @@ def screened_epsilon(
         asked[todo] = True
         eps_first = epsilon_per_order(o[todo], closed[todo], delta, method)
         if np.any(np.isfinite(eps_first)):
-            far = (o[todo] > _FIRST_UP_TO) & (todo != n - 1) & (eps_first > np.min(eps_first))
+            far = (o[todo] > _FIRST_UP_TO) & (eps_first > np.min(eps_first))
             todo = todo[~far]
     usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
@@ -290,6 +290,10 @@ def screened_epsilon(
             # computed value), so that B drops and the next round screens out more.
             up = epsilon_per_order(o[todo], upper_rdp(o[todo], o[pts], rdp[pts]), delta, method)
             todo = np.sort(todo[np.argsort(up, kind="stable")[:batch]])
+        if not todo.size and not done[n - 1] and best == int(idx[done][-1]):
+            # Likewise at the largest order (deferred above): the best evaluated order is on the
+            # edge of the whole curve only if it is the largest order of the grid.
+            todo = np.array([n - 1])
         if not todo.size and usable.size and not done[usable[0]]:
             # The conversion warns when the optimum is the smallest usable order of the curve.
             # If the best order is the smallest *evaluated* usable one, whether it is the

@@ -202,10 +202,11 @@ def exact_rdp_function(
     ):
         return None
     q, sig = np.ascontiguousarray(uniq[:, 0]), np.ascontiguousarray(uniq[:, 1])
+    int_cache: dict[int, np.ndarray] = {}  # integer orders' per-step log A, shared by the calls
 
     def evaluate(orders: np.ndarray) -> RdpCurve:
         o = orders_array(orders)
-        total, reasons = evaluate_steps(q, sig, o, weights)
+        total, reasons = evaluate_steps(q, sig, o, weights, int_cache)
         dropped = tuple((float(o[c]), why) for c, why in reasons.items())
         return RdpCurve(o, np.where(np.isfinite(total), total, np.inf), dropped)
 

@@ -142,6 +142,17 @@ def test_edge_of_grid_warning_kept() -> None:
     assert got.on_edge
 
 
+@pytest.mark.parametrize("base", [20.0, 31.7, 50.0, 100.0])
+def test_optimum_at_large_first_subset_orders(base) -> None:
+    """Optima at 63 ... 1024 (first-subset points the closed-form bound may defer, the largest
+    order included): same epsilon, order and edge warning as the whole curve."""
+    event = ScheduleEvent.from_schedule("inv-k", base, 50, 0.01)
+    full = rdp_to_epsilon(event.rdp(DP_ACCOUNTING_ORDERS), 1e-5)
+    got = event_epsilon(event, DP_ACCOUNTING_ORDERS, 1e-5)
+    assert full.order >= 63
+    _assert_same(full, got)
+
+
 def test_zero_epsilon_tie_goes_to_first_order() -> None:
     # so much noise that the KL bound gives eps = 0 at many orders: the first one is reported
     event = SubsampledGaussianEvent(1e-5, 1e6)
@@ -214,6 +225,21 @@ def test_exact_rdp_function_is_the_same_evaluation() -> None:
     with coarse_bounds():
         assert exact_rdp_function(0.02, z) is None
         assert exact_rdp_function(0.02, z[:10]) is not None
+
+
+def test_exact_rdp_function_rounds_equal_fresh_evaluations() -> None:
+    """Integer orders' per-step log A is kept between calls (the chords of later fractional
+    orders reuse it): every round is bit for bit a fresh evaluation of its orders."""
+    from accounting.rdp import exact_rdp_function
+
+    z = noise_multipliers("inv-k", 30.0, 300)
+    fn = exact_rdp_function(0.01, z)
+    assert fn is not None
+    for orders in ([9.0], [7.0, 8.0, 10.0], [8.1, 8.2, 9.5, 10.5], [2.0, 3.5, 64.0], DP_ACCOUNTING_ORDERS):
+        o = np.array(orders, dtype=float)
+        want = subsampled_gaussian_rdp(0.01, z, o)
+        got = fn(o)
+        assert np.array_equal(got.rdp, want.rdp) and got.dropped == want.dropped
 
 
 @pytest.mark.parametrize(
