@@ -177,7 +177,7 @@ def _per_step_rdp(
 
     ``sg_split[k, j] = eps_SG(q, z sqrt(1 - lambda_k); alpha_j)``, ``sg_full[j] = eps_SG(q, z; alpha_j)``.
     """
-    z2 = noise_multiplier**2
+    z2 = noise_multiplier * noise_multiplier  # +inf above ~1e154 (a float product never raises)
     u = np.asarray(u, dtype=float)
     out = np.empty((u.size, orders.size))
     zero = u == 0.0

@@ -87,7 +87,10 @@ def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np
     validate.positive_array("--noise-multiplier", sig)
     with np.errstate(over="ignore"):
         if sig.ndim == 0:
-            return o / (2.0 * float(sig) ** 2) * _UP4
+            z = float(sig)
+            # float ** 2 raises OverflowError above ~1.3e154 where the product gives +inf (RDP 0,
+            # which no float epsilon can tell from the true ~1e-308); below 1e150 the same bits as ever
+            return o / (2.0 * (z**2 if z < 1e150 else z * z)) * _UP4
         return o[None, :] / (2.0 * sig.reshape(-1, 1) ** 2) * _UP4
 
 

@@ -165,7 +165,7 @@ def _llr_general(inst: DiceInstance, y: np.ndarray) -> np.ndarray:
     """The forward pass on an (n, reachable states) array, any number of states."""
     n, steps = y.shape
     nxt, mu, logp = _llr_setup(inst)
-    s2 = inst.sigma**2
+    s2 = inst.sigma * inst.sigma  # +inf above ~1e154 (a float product, never OverflowError)
     # Only reachable states are carried (with K = T they are {0, steps left}: two per step).
     states = np.array([0])
     log_a = np.zeros((n, 1))
@@ -208,7 +208,7 @@ def _llr_few_states(inst: DiceInstance, y: np.ndarray) -> np.ndarray | None:
     """
     n, steps = y.shape
     nxt, mu, logp = _llr_setup(inst)
-    s2 = inst.sigma**2
+    s2 = inst.sigma * inst.sigma  # +inf above ~1e154 (a float product, never OverflowError)
     y_by_step = np.ascontiguousarray(y.T)  # row t = y[:, t], contiguous
     logp0, logp1 = float(logp[0]), float(logp[1])
     states = [0]

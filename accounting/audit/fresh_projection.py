@@ -71,14 +71,15 @@ def subsampled_delta(
     pos = s > 0
     sp = s[pos]
     # remove: L(y) = 1 - q + q exp((s y - s^2/2)/sigma^2) > e^eps  <=>  y > t
-    t = sigma**2 / sp * math.log((ee - 1 + q) / q) + sp / 2
+    s2 = sigma * sigma  # +inf above ~1e154: thresholds at +inf, deltas 0 (a float product never raises)
+    t = s2 / sp * math.log((ee - 1 + q) / q) + sp / 2
     a = (1 - q) * special.ndtr(-t / sigma) + q * special.ndtr((sp - t) / sigma)
     b = ee * special.ndtr(-t / sigma)
     out_r[pos] = np.maximum(a - b + sign * _ROUND * (a + b), 0.0)
     # add: Q > e^eps P  <=>  L(y) < e^-eps, possible only when 1 - q < e^-eps
     lim = math.exp(-eps) - 1 + q
     if lim > 0:
-        t2 = sigma**2 / sp * math.log(lim / q) + sp / 2
+        t2 = s2 / sp * math.log(lim / q) + sp / 2
         a2 = special.ndtr(t2 / sigma)
         b2 = ee * ((1 - q) * special.ndtr(t2 / sigma) + q * special.ndtr((t2 - sp) / sigma))
         out_a[pos] = np.maximum(a2 - b2 + sign * _ROUND * (a2 + b2), 0.0)

@@ -80,3 +80,22 @@ def test_noise_whose_square_underflows_gives_infinite_epsilon_not_a_crash(algo: 
 
     report = dptheory.epsilon(algo=algo, noise_multiplier=1e-300, delta=1e-300, defaults="paper")
     assert report.epsilon == math.inf
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        "epsilon --algo dicesgd --noise-multiplier 1e160 --delta 1e-5".split(),
+        "epsilon --algo dicesgd --noise-multiplier 1e300 --delta 1e-5 --grad-bound 3".split(),
+        "epsilon --algo clip21sgd2m --noise-multiplier 1e300 --delta 1e-5".split(),
+        "audit --algo dicesgd --noise-multiplier 1e300 --delta 1e-300 --samples 200".split(),
+    ],
+)
+def test_noise_whose_square_overflows_answers_instead_of_raising(argv, capsys) -> None:
+    """z above ~1.3e154: a Python float's ``z ** 2`` raises OverflowError where ``z * z`` is +inf;
+    every path answers (exit 0) with a finite, non-negative number."""
+    from dptheory.cli.main import main
+
+    assert main([*argv, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and out.strip().startswith("{")
