@@ -27,7 +27,8 @@ claimed -- Theorem 3.7 read literally
 certified
     ``accounting.hidden_state.dicesgd_certified_rdp`` (error-feedback hidden state; derivation in
     docs/hidden-state.md), converted to (eps, delta); with a residual bound also the flush and
-    inclusion-cap regimes and the conservation-law bound (docs/hidden-state.md K1-K7; the switch
+    inclusion-cap regimes and the conservation-law bounds (docs/hidden-state.md K1-K7 and its
+    dominating pair C1-C5; the switch
     ``accounting.hidden_state_conservation.left_out()`` leaves it out inside a block). The
     smallest is reported (:meth:`DiceSGD._epsilon_certified`).
 """
@@ -261,14 +262,16 @@ class DiceSGD(Algorithm):
         Candidates: ``flush`` (DP-SGD at ``z C1/(C1 + rho)`` on the event E, plus P(E^c) in delta;
         needs rho, i.e. a gradient bound or a residual clip, and P(E^c) < delta), ``hidden-state-rdp``
         (the per-step hidden-state RDP bound, always available) and ``inclusion-cap`` (rho > 0 and the
-        improved conversion), and ``conservation`` (rho known; left out only inside
-        ``accounting.hidden_state_conservation.left_out()``; docs/hidden-state.md, K1-K7;
+        improved conversion), and ``conservation`` and ``conservation-pair`` (rho known; left out only
+        inside ``accounting.hidden_state_conservation.left_out()``; docs/hidden-state.md, K1-K7 and
+        C1-C5: the same budget through RDP and through a one-dimensional dominating pair;
         constant z, which this class guarantees: it takes no noise schedule). Each is a
         valid (eps, delta) statement, so their minimum is too, and calibration, which bisects this
         function, uses the same minimum.
         """
         from accounting import hidden_state as hs
         from accounting import hidden_state_conservation as hsc
+        from accounting import hidden_state_dominating as hsd
 
         if accountant == "pld":
             raise InvalidParameter(
@@ -365,6 +368,18 @@ class DiceSGD(Algorithm):
             regimes["conservation"] = cons.epsilon
             if cons.epsilon < best[1]:
                 best = ("conservation", cons.epsilon, cons.order, cons.warnings)
+            # the same budget through a one-dimensional dominating pair: an (eps, delta) statement
+            pair = hsd.dominating_pair_epsilon(
+                p.delta,
+                sample_rate=p.sample_rate,
+                noise_multiplier=p.noise_multiplier,
+                steps=p.steps,
+                c1=p.c1,
+                rho=rho,
+            )
+            regimes["conservation-pair"] = pair
+            if pair < best[1]:
+                best = ("conservation-pair", pair, None, ())
         regime, eps, order, warns = best
         details["regime"] = regime
         if regime == "flush":
@@ -382,6 +397,14 @@ class DiceSGD(Algorithm):
                     "difference, so n inclusions shift the releases by a total squared norm <= "
                     "(sqrt(n) C1/B + n rho/B)^2; averaged over n ~ Bin(T, q) "
                     "(accounting.hidden_state_conservation, docs/hidden-state.md K1-K7)",
+                ) + _CONSERVATION_ASSUMPTIONS
+            if regime == "conservation-pair":
+                note = (
+                    "certified (conservation-pair): what clip(e, C2) releases is removed from the hidden "
+                    "difference, so n inclusions shift the releases by a total squared norm <= "
+                    "(sqrt(n) C1/B + n rho/B)^2; DiceSGD is then dominated by the pair "
+                    "sum_n Bin(n; T, q) N(mu_n, 1) vs N(0, 1), mu_n = (sqrt(n) + n rho/C1)/z "
+                    "(accounting.hidden_state_dominating, docs/hidden-state.md K1-K5, C1-C5)",
                 ) + _CONSERVATION_ASSUMPTIONS
             if regime == "inclusion-cap":
                 note = note + (
