@@ -38,8 +38,9 @@ __all__ = ["dominating_pair_delta", "dominating_pair_epsilon", "shifts"]
 #: Beyond this a shift's square overflows; the pair is then not evaluated (delta = 1, eps = inf).
 _MU_CAP = 1e150
 #: Allowance on a computed ``log_ndtr``: scipy evaluates it through ``erfc``/``erfcx`` (relative error
-#: below 1e-13) and ``-x^2/2`` (a few ulps of x^2); 1e-9 absolute plus 1e-12 relative dominates both.
-_LOG_ABS, _LOG_REL = 1e-9, 1e-12
+#: documented below 6e-14 for Cephes' erfc, about 1e-13 for Faddeeva's erfcx) and ``-x^2/2`` (a few ulps
+#: of x^2); 1e-11 absolute plus 1e-12 relative in the log dominates both by two orders of magnitude.
+_LOG_ABS, _LOG_REL = 1e-11, 1e-12
 _TINY = 5e-324
 
 
@@ -86,11 +87,12 @@ class _Pair:
         self.half_lo, self.half_hi = half * (1 - 2 * ULP), half * (1 + 2 * ULP)
         self.base = (lo[1:] + hi[1:]) / 2.0 - half
         self.absent = np.isneginf(self.hi)  # pi_n = 0 (q = 1): the term is 0 whatever the exponent
-        # sum of T + 1 positive terms and a log: (T + 8) ulps plus a relative 1e-12 on the log
+        # a log-sum-exp of T + 1 terms: the sum of positive terms rounds by (T + 1) ulps, each exp and
+        # the log by a few more, the final addition of the maximum by an ulp of the result
         self.sum_slack = (mu.size + 8) * ULP
 
     def _slack(self, v: float) -> float:
-        return self.sum_slack + 1e-12 * (1.0 + abs(v))
+        return self.sum_slack + 8 * ULP * (1.0 + abs(v)) if math.isfinite(v) else 0.0
 
     def log_ratio(self, x: float) -> float:
         """``log L(x)`` in plain floating point (to locate the threshold)."""
@@ -116,11 +118,11 @@ class _Pair:
         f = lambda x: self.log_ratio(x) - target  # noqa: E731
         lo, hi = -1.0, 1.0
         while f(lo) > 0:
-            if lo < -1e300:
+            if lo < -8e307:
                 return -math.inf
             lo *= 2.0
         while f(hi) < 0:
-            if hi > 1e300:
+            if hi > 8e307:
                 return math.inf
             hi *= 2.0
         return brentq(f, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200)
@@ -132,17 +134,21 @@ class _Pair:
         if self.pi0_lo >= target:
             return -math.inf, -math.inf
         r = self._root(target)
-        x0, x1 = -math.inf, math.inf
+        # L(0) = sum_n pi_n exp(-mu_n^2 / 2) <= 1: for gamma >= 1 the threshold is >= 0
+        x0, x1 = (0.0 if target >= 0 else -math.inf), math.inf
         if math.isfinite(r):
             w = 1e-13 * (1.0 + abs(r))
-            for _ in range(12):
-                if x0 == -math.inf and self.log_ratio_bounds(r - w)[1] <= target:
-                    x0 = r - w
+            certified = False
+            for _ in range(48):
+                if not certified and r - w <= x0:
+                    certified = True  # no point above the known lower end to try
+                elif not certified and self.log_ratio_bounds(r - w)[1] <= target:
+                    x0, certified = r - w, True
                 if x1 == math.inf and self.log_ratio_bounds(r + w)[0] >= target:
                     x1 = r + w
-                if x0 > -math.inf and x1 < math.inf:
+                if certified and x1 < math.inf:
                     break
-                w *= 16.0
+                w *= 2.0
         return x0, x1
 
     def _log_tail(self, x: float, upper: bool, right: bool) -> float:
