@@ -42,6 +42,7 @@ _MU_CAP = 1e150
 #: of x^2); 1e-11 absolute plus 1e-12 relative in the log dominates both by two orders of magnitude.
 _LOG_ABS, _LOG_REL = 1e-11, 1e-12
 _TINY = 5e-324
+_INV_SQRT_2PI = 0.3989422804014327
 
 
 def shifts(noise_multiplier: float, steps: int, c1: float, rho: float) -> np.ndarray:
@@ -134,19 +135,23 @@ class _Pair:
         if self.pi0_lo >= target:
             return -math.inf, -math.inf
         r = self._root(target)
-        # L(0) = sum_n pi_n exp(-mu_n^2 / 2) <= 1: for gamma >= 1 the threshold is >= 0
-        x0, x1 = (0.0 if target >= 0 else -math.inf), math.inf
+        # Free ends: L(0) = sum_n pi_n exp(-mu_n^2 / 2) <= 1, so for gamma >= 1 the threshold is >= 0;
+        # L(mu_T / 2) >= sum_n pi_n exp(mu_n (mu_T - mu_n) / 2) >= 1, so for 1/gamma it is <= mu_T / 2
+        x0 = 0.0 if target >= 0 else -math.inf
+        x1 = float(self.mu[-1]) / 2.0 * (1 + 2 * ULP) if target <= 0 and self.mu.size else math.inf
         if math.isfinite(r):
             w = 1e-13 * (1.0 + abs(r))
-            certified = False
+            certified = done = False
             for _ in range(48):
                 if not certified and r - w <= x0:
                     certified = True  # no point above the known lower end to try
                 elif not certified and self.log_ratio_bounds(r - w)[1] <= target:
                     x0, certified = r - w, True
-                if x1 == math.inf and self.log_ratio_bounds(r + w)[0] >= target:
-                    x1 = r + w
-                if certified and x1 < math.inf:
+                if not done and r + w >= x1:
+                    done = True
+                elif not done and self.log_ratio_bounds(r + w)[0] >= target:
+                    x1, done = r + w, True
+                if certified and done:
                     break
                 w *= 2.0
         return x0, x1
@@ -172,23 +177,61 @@ class _Pair:
         return v - self._slack(v)
 
     def log_delta(self, eps: float) -> float:
-        """Upper bound on ``log max(H_gamma(P* || Q*), H_gamma(Q* || P*))``, ``gamma = e^eps``."""
+        """Upper bound on ``log max(H_gamma(P* || Q*), H_gamma(Q* || P*))``, ``gamma = e^eps``.
+
+        With ``x0 <= x_g <= x1`` each direction has two bounds, and the smaller is kept:
+        ``P*(Z > x0) - gamma Q*(Z > x1)`` (first order in the bracket's width), and, splitting the
+        expectation at x0 (at x1 in the other direction), where ``0 <= gamma - L <= gamma - L(x0)``
+        on ``(x0, x_g]``: ``P*(Z > x0) - gamma Q*(Z > x0) + (gamma - L(x0)) Q*(x0 < Z < x1)``, second
+        order in the width, which matters where delta is a small difference of two large tails.
+        """
         from scipy.special import log_ndtr
 
         def margin(v: float, sign: float) -> float:
             return v + sign * (_LOG_ABS + _LOG_REL * abs(v)) if math.isfinite(v) else v
 
-        # P* -> Q*: P*(Z > x0) - gamma Q*(Z > x1)
+        def log_width(x0: float, x1: float) -> float:
+            # Q*(x0 < Z < x1) <= (x1 - x0) / sqrt(2 pi), and <= 1
+            if not (math.isfinite(x0) and math.isfinite(x1)):
+                return 0.0
+            return min(0.0, math.log(max(x1 - x0, 0.0) * _INV_SQRT_2PI * (1 + 4 * ULP) + _TINY) + 4 * ULP)
+
+        def plus(a: float, c: float) -> float:
+            v = float(np.logaddexp(a, c))
+            return v + 4 * ULP * (1.0 + abs(v)) if math.isfinite(v) else v
+
+        # P* -> Q*: threshold at L = gamma
         x0, x1 = self.bracket(eps)
         a = self._log_tail(x0, upper=True, right=True)
-        b = eps + margin(float(log_ndtr(-x1)), -1.0)
-        out = [_log_difference(a, b)]
-        # Q* -> P*: Q*(Z < x1) - gamma P*(Z < x0), thresholds at L = 1/gamma
+        d1 = _log_difference(a, eps + margin(float(log_ndtr(-x1)), -1.0))
+        if math.isfinite(x0):
+            gap = self.log_ratio_bounds(x0)[0] - eps  # log(L(x0)/gamma) from below, <= 0
+            gap = min(gap - 2 * ULP * abs(gap), 0.0)
+            c = eps + _log_one_minus_exp(gap) + log_width(x0, x1)
+            d1 = min(d1, _log_difference(plus(a, c), eps + margin(float(log_ndtr(-x0)), -1.0)))
+        # Q* -> P*: threshold at L = 1/gamma
         x0, x1 = self.bracket(-eps)
         a = margin(float(log_ndtr(x1)), 1.0)
-        b = eps + self._log_tail(x0, upper=False, right=False)
-        out.append(_log_difference(a, b))
-        return max(out)
+        d2 = _log_difference(a, eps + self._log_tail(x0, upper=False, right=False))
+        if math.isfinite(x1):
+            up = eps + self.log_ratio_bounds(x1)[1]  # log(gamma L(x1)) from above, >= 0
+            up = up + 2 * ULP * abs(up)
+            if up <= 0:
+                c = -math.inf
+            else:  # log(e^up - 1) <= up
+                c = up if up > 30 else math.log(math.expm1(up))
+                c += 4 * ULP * (1.0 + abs(c))
+            c += log_width(x0, x1)
+            d2 = min(d2, _log_difference(plus(a, c), eps + self._log_tail(x1, upper=False, right=False)))
+        return max(d1, d2)
+
+
+def _log_one_minus_exp(d: float) -> float:
+    """Upper bound on ``log(1 - e^d)`` for ``d <= 0`` (d already rounded down)."""
+    if d == 0.0:
+        return -math.inf
+    v = math.log(-math.expm1(d))
+    return v + 4 * ULP * (1.0 + abs(v))
 
 
 def _log_difference(a: float, b: float) -> float:
