@@ -345,3 +345,49 @@ def test_bad_input_names_the_parameter(name, value):
         _eps(delta=1.5)
     with pytest.raises(InvalidParameter, match="eps"):
         _delta(-0.5)
+
+
+def _mp_delta(eps, q, z, t, r):
+    """The pair's delta at 60 digits (threshold by mpmath root finding; same float shifts)."""
+    import mpmath as mp
+
+    mp.mp.dps = 60
+    mu = [mp.mpf(float(m)) for m in hsd.shifts(z, t, 1.0, r)]
+    pi = [mp.binomial(t, n) * mp.mpf(q) ** n * (1 - mp.mpf(q)) ** (t - n) for n in range(t + 1)]
+    gamma = mp.e ** mp.mpf(eps)
+
+    def ratio(x):
+        return mp.fsum(p * mp.e ** (m * x - m * m / 2) for p, m in zip(pi, mu, strict=True))
+
+    def root(target):  # L is increasing: bisection in 60 digits
+        lo, hi = mp.mpf(-500), mp.mpf(500)
+        for _ in range(260):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if ratio(mid) < target else (lo, mid)
+        return lo
+
+    xg = root(gamma)
+    fwd = mp.fsum(p * mp.ncdf(m - xg) for p, m in zip(pi, mu, strict=True)) - gamma * mp.ncdf(-xg)
+    rev = mp.mpf(0)
+    if pi[0] < 1 / gamma:
+        xr = root(1 / gamma)
+        rev = mp.ncdf(xr) - gamma * mp.fsum(p * mp.ncdf(xr - m) for p, m in zip(pi, mu, strict=True))
+    return max(fwd, rev)
+
+
+@pytest.mark.parametrize(
+    "eps, q, z, t, r",
+    [
+        (20.0, 0.3, 1.0, 3, 1.0),
+        (40.0, 1.0, 0.5, 2, 0.0),
+        (8.0, 0.02, 2.0, 150, 2.0),
+        (2.0, 0.5, 3.0, 10, 0.5),
+        (30.0, 0.1, 3.0, 20, 1.0),
+    ],
+)
+def test_deep_tails_against_mpmath(eps, q, z, t, r):
+    """Where delta is far below any quadrature (down to ~1e-38): above a 60-digit evaluation and within
+    1e-8 relative of it."""
+    got = _delta(eps, sample_rate=q, noise_multiplier=z, steps=t, rho=r)
+    ref = float(_mp_delta(eps, q, z, t, r))
+    assert got >= ref > 0 and got == pytest.approx(ref, rel=1e-8)
