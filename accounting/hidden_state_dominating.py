@@ -43,6 +43,8 @@ _MU_CAP = 1e150
 _LOG_ABS, _LOG_REL = 1e-11, 1e-12
 _TINY = 5e-324
 _INV_SQRT_2PI = 0.3989422804014327
+#: Binomial terms this far (in log) below the largest are dropped from the pair and charged in full.
+_DROP_BELOW = 750.0
 
 
 def shifts(noise_multiplier: float, steps: int, c1: float, rho: float) -> np.ndarray:
@@ -82,15 +84,23 @@ class _Pair:
     """The pair (P*, Q*) for fixed shifts and binomial weights, with float and outward evaluations."""
 
     def __init__(self, mu: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-        self.mu, self.lo, self.hi = mu[1:], lo[1:], hi[1:]
-        self.pi0_lo, self.pi0_hi = float(lo[0]), float(hi[0])
+        # Binomial terms below e^-750 of the largest (each under the smallest double) are dropped from
+        # P*: H(P* || Q*) <= H(P_in || Q*) + P_out(all) and H(Q* || P*) <= H(Q* || P_in), with P_in
+        # the sub-probability of the kept terms; at T = 1e6 this keeps ~1e4 of the 1e6 terms.
+        keep = hi >= np.max(hi) - _DROP_BELOW
+        # a log-sum-exp of up to T + 1 terms: the sum of positive terms rounds by (T + 1) ulps, each
+        # exp and the log by a few more, the final addition of the maximum by an ulp of the result
+        self.sum_slack = (mu.size + 8) * ULP
+        out = _lse(hi[~keep]) if not np.all(keep) else -math.inf
+        self.log_out = out + self._slack(out)
+        kept = keep.copy()
+        kept[0] = False
+        self.mu, self.lo, self.hi = mu[kept], lo[kept], hi[kept]
+        self.pi0_lo, self.pi0_hi = (float(lo[0]), float(hi[0])) if keep[0] else (-math.inf, -math.inf)
         half = self.mu * self.mu / 2.0
         self.half_lo, self.half_hi = half * (1 - 2 * ULP), half * (1 + 2 * ULP)
-        self.base = (lo[1:] + hi[1:]) / 2.0 - half
+        self.base = (self.lo + self.hi) / 2.0 - half
         self.absent = np.isneginf(self.hi)  # pi_n = 0 (q = 1): the term is 0 whatever the exponent
-        # a log-sum-exp of T + 1 terms: the sum of positive terms rounds by (T + 1) ulps, each exp and
-        # the log by a few more, the final addition of the maximum by an ulp of the result
-        self.sum_slack = (mu.size + 8) * ULP
 
     def _slack(self, v: float) -> float:
         return self.sum_slack + 8 * ULP * (1.0 + abs(v)) if math.isfinite(v) else 0.0
@@ -136,9 +146,13 @@ class _Pair:
             return -math.inf, -math.inf
         r = self._root(target)
         # Free ends: L(0) = sum_n pi_n exp(-mu_n^2 / 2) <= 1, so for gamma >= 1 the threshold is >= 0;
-        # L(mu_T / 2) >= sum_n pi_n exp(mu_n (mu_T - mu_n) / 2) >= 1, so for 1/gamma it is <= mu_T / 2
+        # L(mu_max / 2) >= sum_n pi_n exp(mu_n (mu_max - mu_n) / 2) >= 1 - P_out(all), so for 1/gamma
+        # it is <= mu_max / 2 once the dropped mass is below 1 - 1/gamma (or nothing is dropped)
         x0 = 0.0 if target >= 0 else -math.inf
-        x1 = float(self.mu[-1]) / 2.0 * (1 + 2 * ULP) if target <= 0 and self.mu.size else math.inf
+        free = self.log_out == -math.inf or (
+            target < 0 and self.log_out <= math.log(-math.expm1(target)) - 1e-9
+        )
+        x1 = float(self.mu[-1]) / 2.0 * (1 + 2 * ULP) if target <= 0 and free and self.mu.size else math.inf
         if math.isfinite(r):
             w = 1e-13 * (1.0 + abs(r))
             certified = done = False
@@ -209,6 +223,7 @@ class _Pair:
             gap = min(gap - 2 * ULP * abs(gap), 0.0)
             c = eps + _log_one_minus_exp(gap) + log_width(x0, x1)
             d1 = min(d1, _log_difference(plus(a, c), eps + margin(float(log_ndtr(-x0)), -1.0)))
+        d1 = plus(d1, self.log_out)  # the dropped binomial terms, counted in full
         # Q* -> P*: threshold at L = 1/gamma
         x0, x1 = self.bracket(-eps)
         a = margin(float(log_ndtr(x1)), 1.0)
@@ -284,7 +299,10 @@ def dominating_pair_delta(
     if pair is None or e == math.inf:
         return 1.0 if pair is None else 0.0
     v = pair.log_delta(e)
-    return min(1.0, math.exp(v) * (1 + 4 * ULP)) if v < 0 else 1.0
+    if v == -math.inf:
+        return 0.0
+    # below the float range the smallest positive double still bounds it from above
+    return min(1.0, max(math.exp(v) * (1 + 4 * ULP), _TINY)) if v < 0 else 1.0
 
 
 def dominating_pair_epsilon(

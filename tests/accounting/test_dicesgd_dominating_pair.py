@@ -391,3 +391,19 @@ def test_deep_tails_against_mpmath(eps, q, z, t, r):
     got = _delta(eps, sample_rate=q, noise_multiplier=z, steps=t, rho=r)
     ref = float(_mp_delta(eps, q, z, t, r))
     assert got >= ref > 0 and got == pytest.approx(ref, rel=1e-8)
+
+
+@pytest.mark.parametrize("q, z, t, r, eps", [(0.02, 300.0, 20_000, 2.0, 1.0), (0.5, 40.0, 3000, 0.0, 0.0)])
+def test_dropping_negligible_binomial_terms_changes_nothing_visible(q, z, t, r, eps, monkeypatch):
+    """Terms below e^-750 of the largest are charged in full instead of summed: the delta stays above
+    the all-terms value and within 1e-9 of it."""
+    kept = _delta(eps, sample_rate=q, noise_multiplier=z, steps=t, rho=r)
+    monkeypatch.setattr(hsd, "_DROP_BELOW", math.inf)
+    full = _delta(eps, sample_rate=q, noise_multiplier=z, steps=t, rho=r)
+    assert kept >= full and kept == pytest.approx(full, rel=1e-9)
+
+
+def test_delta_below_the_float_range_is_the_smallest_double_not_zero():
+    """The truth is positive for every finite eps (the pair's likelihood ratio is unbounded)."""
+    assert _delta(50.0, sample_rate=1e-3, noise_multiplier=116.2, steps=1, rho=2.0) == 5e-324
+    assert _delta(2.0, sample_rate=0.02, noise_multiplier=171.7, steps=500, rho=0.0) == 5e-324
