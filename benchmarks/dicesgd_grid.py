@@ -15,10 +15,12 @@ on those instances. The computation is
 :func:`dptheory.figures_dicesgd.certified_vs_audit_grid`, which ``dptheory figures`` also draws
 as ``figures/dicesgd_gap_heatmap.png``.
 
-The certified minimum includes the conservation-law bound (:mod:`accounting.hidden_state_conservation`,
-docs/hidden-state.md K1-K7); every ``--json`` row carries ``"conservation"``: whether it was in the
-minimum. ``--without-conservation`` leaves it out for this process only, which reproduces the grid
-of the other regimes alone (``--with-conservation``, the default, is kept for old command lines).
+The certified minimum includes the conservation-law bounds (:mod:`accounting.hidden_state_conservation`,
+docs/hidden-state.md K1-K7, and its one-dimensional dominating pair,
+:mod:`accounting.hidden_state_dominating`, C1-C5); every ``--json`` row carries ``"conservation"``:
+whether they were in the minimum. ``--without-conservation`` leaves both out for this process only,
+which reproduces the grid of the other regimes alone (``--with-conservation``, the default, is kept
+for old command lines).
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ def main() -> None:
     switch.add_argument(
         "--with-conservation",
         action="store_true",
-        help="include the conservation-law bound in the certified minimum (the default)",
+        help="include the conservation-law bounds in the certified minimum (the default)",
     )
     switch.add_argument(
         "--without-conservation",
         action="store_true",
-        help="leave the conservation-law bound out of the certified minimum (this run only)",
+        help="leave the conservation-law bounds out of the certified minimum (this run only)",
     )
     args = ap.parse_args()
     import contextlib
