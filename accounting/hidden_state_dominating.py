@@ -123,20 +123,23 @@ class _Pair:
         return lo - self._slack(lo), hi + self._slack(hi)
 
     def _root(self, target: float) -> float:
-        """A float ``x`` with ``log L(x) ~ target`` (-inf / +inf when none is within 2^1023)."""
+        """A float ``x`` with ``log L(x) ~ target`` (-inf / +inf when none is within 1e307)."""
         from scipy.optimize import brentq
 
         f = lambda x: self.log_ratio(x) - target  # noqa: E731
         lo, hi = -1.0, 1.0
         while f(lo) > 0:
-            if lo < -8e307:
+            if lo < -1e306:
                 return -math.inf
-            lo *= 2.0
+            lo *= 16.0
         while f(hi) < 0:
-            if hi > 8e307:
+            if hi > 1e306:
                 return math.inf
-            hi *= 2.0
-        return brentq(f, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200)
+            hi *= 16.0
+        try:
+            return brentq(f, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=200)
+        except (RuntimeError, ValueError):  # no convergence: any point will do, the bracket is certified
+            return (lo + hi) / 2.0
 
     def bracket(self, target: float) -> tuple[float, float]:
         """``(x0, x1)`` with ``x0 <= x_g <= x1`` for ``x_g = inf{x : L(x) > e^target}``: x0 = -inf or
@@ -322,10 +325,13 @@ def dominating_pair_epsilon(
         return 0.0
     lo, hi = 0.0, 1.0
     while g(hi) > 0:
-        lo, hi = hi, hi * 2.0
+        lo, hi = hi, hi * 16.0
         if hi > 1e300:
             return math.inf
-    root = brentq(g, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=200)
+    try:
+        root = brentq(g, lo, hi, xtol=1e-12, rtol=1e-12, maxiter=200)
+    except (RuntimeError, ValueError):  # no convergence: hi is verified
+        return hi
     step = 1e-11 * (1.0 + root)
     for _ in range(40):
         cand = root + step
