@@ -241,6 +241,8 @@ class _Pair:
                 c += 4 * ULP * (1.0 + abs(c))
             c += log_width(x0, x1)
             d2 = min(d2, _log_difference(plus(a, c), eps + self._log_tail(x1, upper=False, right=False)))
+        if math.isnan(d1) or math.isnan(d2):
+            return 0.0  # delta <= 1 always; never a NaN turned into a number
         return max(d1, d2)
 
 
