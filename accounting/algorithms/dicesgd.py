@@ -368,7 +368,10 @@ class DiceSGD(Algorithm):
             regimes["conservation"] = cons.epsilon
             if cons.epsilon < best[1]:
                 best = ("conservation", cons.epsilon, cons.order, cons.warnings)
-            # the same budget through a one-dimensional dominating pair: an (eps, delta) statement
+        if hsc.in_use() and rho is not None and rho > 0:
+            # the same budget through a one-dimensional dominating pair: an (eps, delta) statement.
+            # At rho = 0 DiceSGD is DP-SGD and is reported as DP-SGD (flush regime, P(E^c) = 0); the
+            # pair, exact Gaussian composition at q = 1, would otherwise undercut DP-SGD's own number.
             pair = hsd.dominating_pair_epsilon(
                 p.delta,
                 sample_rate=p.sample_rate,

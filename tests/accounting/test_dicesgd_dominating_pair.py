@@ -407,3 +407,15 @@ def test_delta_below_the_float_range_is_the_smallest_double_not_zero():
     """The truth is positive for every finite eps (the pair's likelihood ratio is unbounded)."""
     assert _delta(50.0, sample_rate=1e-3, noise_multiplier=116.2, steps=1, rho=2.0) == 5e-324
     assert _delta(2.0, sample_rate=0.02, noise_multiplier=171.7, steps=500, rho=0.0) == 5e-324
+
+
+def test_rho_zero_reports_dpsgd_not_the_pair():
+    """G <= C1: DiceSGD is DP-SGD; at q = 1 the pair is the exact Gaussian composition, below DP-SGD's
+    RDP number, so it is kept out and DiceSGD reports DP-SGD's own number."""
+    kw = dict(noise_multiplier=5.0, delta=1e-5, sample_rate=1.0, dataset_size=1000, steps=5)
+    got = DICE.epsilon(
+        PrivacyParams(algo="dicesgd", batch_size=1000.0, c1=1.0, c2=1.0, grad_bound=0.7, **kw), "certified"
+    )
+    dp = get_algorithm("dpsgd").epsilon(PrivacyParams(algo="dpsgd", **kw), "certified")
+    assert "conservation-pair" not in got.details["regimes"] and got.epsilon == dp.epsilon
+    assert _eps(sample_rate=1.0, noise_multiplier=5.0, steps=5, rho=0.0) < dp.epsilon
