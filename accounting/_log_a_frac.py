@@ -12,10 +12,8 @@ import numpy as np
 
 from accounting import special
 from accounting._log_a_int import log_a_int_precise
+from accounting._log_phi import log_ndtr_upper
 
-# log_ndtr(x) for x >= NDTR_ONE is replaced by 0 (true value is -Q(x) > -1e-23): an
-# overestimate of the term by a factor < 1 + 1e-23, conservative and far below rounding.
-NDTR_ONE = 10.0
 # Fractional series: cap each block of terms at about this many (row, term) elements (cache-sized).
 _FRAC_BLOCK_ELEMS = 1 << 18
 
@@ -60,27 +58,8 @@ def frac_tables_stacked(alphas: tuple[float, ...], n_terms: int) -> tuple[np.nda
     return lc, sg, ls, np.ascontiguousarray(lc.T), np.ascontiguousarray(sg.T)
 
 
-# Asymptotic series of the Gaussian Mills ratio, used for log Phi(x) when x <= _NDTR_ASYMP:
-# Phi(x) = phi(x)/|x| * sum_n (-1)^n (2n-1)!! / x^(2n); truncating after n = 7 leaves an error
-# below the first omitted term, 15!!/x^16 < 5e-20 for |x| >= 40 (relative, alternating series).
+# First argument from which log Phi is the closed-form asymptotic series (cheap far-tail terms).
 _NDTR_ASYMP = -40.0
-_MILLS = np.array([1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0])
-
-
-def _log_ndtr_upper(x: np.ndarray) -> np.ndarray:
-    """log Phi(x): 0 for x >= 10 (true value > -1e-23, so an overestimate), the asymptotic
-    series for x <= -40 (relative error < 1e-19), scipy's ``log_ndtr`` in between."""
-    out = np.zeros_like(x)
-    mid = (x < NDTR_ONE) & (x > _NDTR_ASYMP)
-    if mid.any():
-        out[mid] = special.log_ndtr(x[mid])
-    low = x <= _NDTR_ASYMP
-    if low.any():
-        xl = x[low]
-        r = 1.0 / (xl * xl)
-        poly = np.polyval(_MILLS[::-1], r)
-        out[low] = -0.5 * xl * xl - np.log(-xl) - 0.5 * math.log(2 * math.pi) + np.log(poly)
-    return out
 
 
 def _frac_tail_log_bound(
@@ -250,8 +229,8 @@ def _frac_certify(
     j = aa - i
     ref = result[rows]
     with np.errstate(over="ignore", invalid="ignore"):
-        ls0 = lc + i * lqa + j * l1qa + (i * i - i) * sa + _log_ndtr_upper((z0a - i) / siga)
-        ls1 = lc + j * lqa + i * l1qa + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
+        ls0 = lc + i * lqa + j * l1qa + (i * i - i) * sa + log_ndtr_upper((z0a - i) / siga)
+        ls1 = lc + j * lqa + i * l1qa + (j * j - j) * sa + log_ndtr_upper((j - z0a) / siga)
         t = np.exp(ls0 - ref[:, None]) + np.exp(ls1 - ref[:, None])
         extras = np.where(valid, sgn * t, 0.0).sum(axis=1)
         nxt = np.minimum(start + _CERTIFY_TERMS, n_max)
@@ -447,15 +426,15 @@ def log_a_frac(
             # symmetrically for the second series (j = alpha - i).
             ida = i * da
             if step is None:
-                phi0 = _log_ndtr_upper((z0a - i) / siga)
+                phi0 = log_ndtr_upper((z0a - i) / siga)
             else:
                 _, one, back = np.unique(step[active], return_index=True, return_inverse=True)
                 if one.size < active.size:
-                    phi0 = _log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
+                    phi0 = log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
                 else:
-                    phi0 = _log_ndtr_upper((z0a - i) / siga)
+                    phi0 = log_ndtr_upper((z0a - i) / siga)
             ls0 = lc + base0[active] + ida + ii * sa + phi0
-            ls1 = lc + base1[active] - ida + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
+            ls1 = lc + base1[active] - ida + (j * j - j) * sa + log_ndtr_upper((j - z0a) / siga)
             pa = partial[active]
             ref = np.maximum(np.maximum(ls0.max(axis=0), ls1.max(axis=0)), pa)
             ref = np.where(np.isfinite(ref), ref, 0.0)
