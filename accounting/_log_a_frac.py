@@ -351,8 +351,15 @@ def cached_log_a_int(
     return known[rows]
 
 
+#: Up to this many columns ``np.cumsum`` beats the row loop (which wins on few long rows).
+_CUMSUM_COLS = 160
+
+
 def _cumsum0(x: np.ndarray) -> np.ndarray:
-    """Running sum along axis 0 (few rows of long vectors: faster than ``np.cumsum``), in place."""
+    """Running sum along axis 0, in place.  Both routes add ``x[k-1] + x[k]`` in order (numpy's
+    accumulate is sequential), so the bits are the same; only the speed depends on the shape."""
+    if x.shape[1] <= _CUMSUM_COLS:
+        return np.cumsum(x, axis=0, out=x)
     for k in range(1, x.shape[0]):
         np.add(x[k - 1], x[k], out=x[k])
     return x
