@@ -418,6 +418,10 @@ def log_a_frac(
     # Blocks are laid out terms-major, shape (w, rows): reductions and running sums over the
     # few terms of a block are then cheap row-vector operations.
     lc_t, sg_t = tabs_t
+    if step is not None:
+        # one sort for the whole call: each row's step as an index into the distinct steps
+        _, first_row, step_of = np.unique(step, return_index=True, return_inverse=True)
+        step_of = step_of.reshape(-1)
     while active.size and n < n_max:
         w = max(1, min(width, n_max - n, _FRAC_BLOCK_ELEMS // max(1, active.size)))
         i = np.arange(n, n + w, dtype=float)[:, None]
@@ -435,9 +439,12 @@ def log_a_frac(
             if step is None:
                 phi0 = log_ndtr_upper((z0a - i) / siga)
             else:
-                _, one, back = np.unique(step[active], return_index=True, return_inverse=True)
-                if one.size < active.size:
-                    phi0 = log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
+                live = np.zeros(first_row.size, dtype=bool)  # distinct steps with an active row
+                live[step_of[active]] = True
+                if live.sum() < active.size:
+                    one = first_row[live]
+                    back = (np.cumsum(live) - 1)[step_of[active]]
+                    phi0 = log_ndtr_upper((z0[one] - i) / sigma[one])[:, back]
                 else:
                     phi0 = log_ndtr_upper((z0a - i) / siga)
             ls0 = lc + base0[active] + ida + ii * sa + phi0
