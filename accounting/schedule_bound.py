@@ -456,11 +456,16 @@ def _bound_on_lattice(
             lower[:, focus] = _lower_cells(o[focus], vals[:, focus], big_s, n, tau_lo)
     is_int = o == np.floor(o)
     # fractional orders: chord of A = exp((alpha-1) f) in s (step 3b), averaged over the cell
-    am1 = o - 1.0
+    # (computed on the fractional columns only: the integer ones take the chord above)
+    fc = np.flatnonzero(~is_int)
+    am1 = o[fc] - 1.0
+    a_chord = np.zeros(f_lo.shape)
     with np.errstate(invalid="ignore", over="ignore"):
-        d_log_a = np.maximum(f_lo - f_hi, 0.0) * am1
+        d_log_a = np.maximum(f_lo[:, fc] - f_hi[:, fc], 0.0) * am1
         tau_bar = np.where(n > 0, tau / np.maximum(n, 1.0), 0.0)[:, None]
-        a_chord = np.where(nz, n[:, None] * (f_hi + np.log1p(tau_bar * np.expm1(d_log_a)) / am1), 0.0)
+        a_chord[:, fc] = np.where(
+            nz, n[:, None] * (f_hi[:, fc] + np.log1p(tau_bar * np.expm1(d_log_a)) / am1), 0.0
+        )
     cells = np.where(is_int, np.minimum(chord, mono), np.fmin(a_chord, mono))
     cells = np.where(is_int, cells, np.fmin(cells, _alpha_chord_cells(o, cells)))
     with np.errstate(invalid="ignore"):
