@@ -407,7 +407,10 @@ def log_a_frac(
     result = np.full(nrows, np.nan)
     stop_at = np.zeros(nrows)
     status = np.full(nrows, 2, dtype=np.int8)
-    active = np.arange(nrows)
+    # z0 = +inf (sigma^2 overflows, s = 0): every second-series term is exactly 0 (log Phi(-inf)),
+    # so its terms never decrease and the stopping rule never holds; such a row would run to the
+    # table's end and leave status 2 (not converged, NaN) -- left there at once, same result.
+    active = np.flatnonzero(z0 != np.inf)
     n = 0
     width = 3
     e30 = math.exp(-30.0)

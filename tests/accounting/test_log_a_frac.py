@@ -31,3 +31,19 @@ def test_rdp_curve_is_the_same_whichever_route_the_blocks_take(monkeypatch: pyte
     looped = [subsampled_gaussian_rdp(q, s, DEFAULT_ORDERS, evaluation="exact").rdp for q, s in cases]
     for a, b in zip(default, looped, strict=True):
         assert np.array_equal(a, b, equal_nan=True)
+
+
+def test_noise_whose_square_overflows_takes_the_order_chord() -> None:
+    """sigma = 1e160: sigma^2 and z0 overflow, the second series is all zeros and never meets the
+    stopping rule, so every fractional order is the chord of its integer neighbours' log A (which
+    keep full relative precision: positive, never rounded to 0)."""
+    curve = subsampled_gaussian_rdp(0.01, 1e160, DEFAULT_ORDERS, steps=3)
+    rdp, o = curve.rdp, DEFAULT_ORDERS
+    assert not curve.dropped and np.all(np.isfinite(rdp)) and np.all(rdp > 0) and np.all(rdp < 1e-280)
+    ints = o == np.floor(o)
+    log_a = dict(zip(o[ints].tolist(), (rdp[ints] * (o[ints] - 1)).tolist(), strict=True))
+    log_a[1.0] = 0.0
+    for a, r in zip(o[~ints & (o < o[ints].max())], rdp[~ints & (o < o[ints].max())], strict=True):
+        n = np.floor(a)
+        chord = (n + 1 - a) * log_a[n] + (a - n) * log_a[n + 1]
+        assert r * (a - 1) == pytest.approx(chord, rel=1e-12)
