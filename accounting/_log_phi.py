@@ -2,8 +2,8 @@
 series (:mod:`accounting._log_a_frac`).
 
 Why not :func:`accounting.special.log_ndtr`: it calls ``math.erfc`` once per element (~0.2 us),
-which was half the cost of a long heterogeneous schedule's fractional orders (~68 000 calls for
-dp-accounting's grid at T = 1000).  Here every element costs a dozen array operations.
+and a long heterogeneous schedule's fractional orders need ~70 000 of them (dp-accounting's grid
+at T = 1000).  Here every element costs a dozen array operations, a few times less.
 
 Method.  With ``phi`` the normal density and ``M(y) = Q(y) / phi(y)`` the Mills ratio
 (``Q = 1 - Phi``), ``Phi(x) = phi(x) M(-x)``.  ``M`` has the Laplace form
