@@ -12,10 +12,8 @@ import numpy as np
 
 from accounting import special
 from accounting._log_a_int import log_a_int_precise
+from accounting._log_phi import log_ndtr_upper
 
-# log_ndtr(x) for x >= NDTR_ONE is replaced by 0 (true value is -Q(x) > -1e-23): an
-# overestimate of the term by a factor < 1 + 1e-23, conservative and far below rounding.
-NDTR_ONE = 10.0
 # Fractional series: cap each block of terms at about this many (row, term) elements (cache-sized).
 _FRAC_BLOCK_ELEMS = 1 << 18
 
@@ -60,27 +58,8 @@ def frac_tables_stacked(alphas: tuple[float, ...], n_terms: int) -> tuple[np.nda
     return lc, sg, ls, np.ascontiguousarray(lc.T), np.ascontiguousarray(sg.T)
 
 
-# Asymptotic series of the Gaussian Mills ratio, used for log Phi(x) when x <= _NDTR_ASYMP:
-# Phi(x) = phi(x)/|x| * sum_n (-1)^n (2n-1)!! / x^(2n); truncating after n = 7 leaves an error
-# below the first omitted term, 15!!/x^16 < 5e-20 for |x| >= 40 (relative, alternating series).
+# First argument from which log Phi is the closed-form asymptotic series (cheap far-tail terms).
 _NDTR_ASYMP = -40.0
-_MILLS = np.array([1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0])
-
-
-def _log_ndtr_upper(x: np.ndarray) -> np.ndarray:
-    """log Phi(x): 0 for x >= 10 (true value > -1e-23, so an overestimate), the asymptotic
-    series for x <= -40 (relative error < 1e-19), scipy's ``log_ndtr`` in between."""
-    out = np.zeros_like(x)
-    mid = (x < NDTR_ONE) & (x > _NDTR_ASYMP)
-    if mid.any():
-        out[mid] = special.log_ndtr(x[mid])
-    low = x <= _NDTR_ASYMP
-    if low.any():
-        xl = x[low]
-        r = 1.0 / (xl * xl)
-        poly = np.polyval(_MILLS[::-1], r)
-        out[low] = -0.5 * xl * xl - np.log(-xl) - 0.5 * math.log(2 * math.pi) + np.log(poly)
-    return out
 
 
 def _frac_tail_log_bound(
@@ -250,8 +229,8 @@ def _frac_certify(
     j = aa - i
     ref = result[rows]
     with np.errstate(over="ignore", invalid="ignore"):
-        ls0 = lc + i * lqa + j * l1qa + (i * i - i) * sa + _log_ndtr_upper((z0a - i) / siga)
-        ls1 = lc + j * lqa + i * l1qa + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
+        ls0 = lc + i * lqa + j * l1qa + (i * i - i) * sa + log_ndtr_upper((z0a - i) / siga)
+        ls1 = lc + j * lqa + i * l1qa + (j * j - j) * sa + log_ndtr_upper((j - z0a) / siga)
         t = np.exp(ls0 - ref[:, None]) + np.exp(ls1 - ref[:, None])
         extras = np.where(valid, sgn * t, 0.0).sum(axis=1)
         nxt = np.minimum(start + _CERTIFY_TERMS, n_max)
@@ -372,8 +351,15 @@ def cached_log_a_int(
     return known[rows]
 
 
+#: Up to this many columns ``np.cumsum`` beats the row loop (which wins on few long rows).
+_CUMSUM_COLS = 160
+
+
 def _cumsum0(x: np.ndarray) -> np.ndarray:
-    """Running sum along axis 0 (few rows of long vectors: faster than ``np.cumsum``), in place."""
+    """Running sum along axis 0, in place.  Both routes add ``x[k-1] + x[k]`` in order (numpy's
+    accumulate is sequential), so the bits are the same; only the speed depends on the shape."""
+    if x.shape[1] <= _CUMSUM_COLS:
+        return np.cumsum(x, axis=0, out=x)
     for k in range(1, x.shape[0]):
         np.add(x[k - 1], x[k], out=x[k])
     return x
@@ -421,7 +407,10 @@ def log_a_frac(
     result = np.full(nrows, np.nan)
     stop_at = np.zeros(nrows)
     status = np.full(nrows, 2, dtype=np.int8)
-    active = np.arange(nrows)
+    # z0 = +inf (sigma^2 overflows, s = 0): every second-series term is exactly 0 (log Phi(-inf)),
+    # so its terms never decrease and the stopping rule never holds; such a row would run to the
+    # table's end and leave status 2 (not converged, NaN) -- left there at once, same result.
+    active = np.flatnonzero(z0 != np.inf)
     n = 0
     width = 3
     e30 = math.exp(-30.0)
@@ -432,6 +421,10 @@ def log_a_frac(
     # Blocks are laid out terms-major, shape (w, rows): reductions and running sums over the
     # few terms of a block are then cheap row-vector operations.
     lc_t, sg_t = tabs_t
+    if step is not None:
+        # one sort for the whole call: each row's step as an index into the distinct steps
+        _, first_row, step_of = np.unique(step, return_index=True, return_inverse=True)
+        step_of = step_of.reshape(-1)
     while active.size and n < n_max:
         w = max(1, min(width, n_max - n, _FRAC_BLOCK_ELEMS // max(1, active.size)))
         i = np.arange(n, n + w, dtype=float)[:, None]
@@ -447,15 +440,18 @@ def log_a_frac(
             # symmetrically for the second series (j = alpha - i).
             ida = i * da
             if step is None:
-                phi0 = _log_ndtr_upper((z0a - i) / siga)
+                phi0 = log_ndtr_upper((z0a - i) / siga)
             else:
-                _, one, back = np.unique(step[active], return_index=True, return_inverse=True)
-                if one.size < active.size:
-                    phi0 = _log_ndtr_upper((z0a[one] - i) / siga[one])[:, back.reshape(-1)]
+                live = np.zeros(first_row.size, dtype=bool)  # distinct steps with an active row
+                live[step_of[active]] = True
+                if live.sum() < active.size:
+                    one = first_row[live]
+                    back = (np.cumsum(live) - 1)[step_of[active]]
+                    phi0 = log_ndtr_upper((z0[one] - i) / sigma[one])[:, back]
                 else:
-                    phi0 = _log_ndtr_upper((z0a - i) / siga)
+                    phi0 = log_ndtr_upper((z0a - i) / siga)
             ls0 = lc + base0[active] + ida + ii * sa + phi0
-            ls1 = lc + base1[active] - ida + (j * j - j) * sa + _log_ndtr_upper((j - z0a) / siga)
+            ls1 = lc + base1[active] - ida + (j * j - j) * sa + log_ndtr_upper((j - z0a) / siga)
             pa = partial[active]
             ref = np.maximum(np.maximum(ls0.max(axis=0), ls1.max(axis=0)), pa)
             ref = np.where(np.isfinite(ref), ref, 0.0)

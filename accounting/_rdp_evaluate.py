@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from accounting._log_a_frac import (
-    NDTR_ONE,
     cached_log_a_int,
     frac_tables_stacked,
     frac_with_chord,
@@ -21,6 +20,7 @@ from accounting._log_a_int import (
     log_a_int_dense,
     log_s_of_sigma,
 )
+from accounting._log_phi import NDTR_ONE
 from accounting.rounding import ULP, up
 
 # Fractional orders: give up (drop the order) after this many terms of each series.

@@ -182,9 +182,24 @@ def _lower_cells(
     ``l2(tau) = phi_j - (1 - tau)(S_j - S_{j+1}) m_{j-1}`` with the chords' slopes m >= 0.
     Both are affine in tau with a nonnegative coefficient, so their cell sums are bounded below
     with a lower bound on ``sum tau``.  For A the log of an affine l > 0 is concave, hence above
-    its chord ``(1 - tau) log l(0) + tau log l(1)``, again affine in tau."""
-    phi_is_a = o != np.floor(o)
-    am1 = np.where(phi_is_a, o - 1.0, 1.0)
+    its chord ``(1 - tau) log l(0) + tau log l(1)``, again affine in tau.
+
+    Integer and fractional columns are computed apart (each kind only its own formulas; every
+    value is the same elementwise expression either way)."""
+    frac = o != np.floor(o)
+    out = np.empty((n.size, vals.shape[1]))  # one row per cell
+    for kind in (False, True):
+        cols = np.flatnonzero(frac == kind)
+        if cols.size:
+            out[:, cols] = _lower_cells_of_kind(o[cols], vals[:, cols], big_s, n, tau_lo, kind)
+    return out
+
+
+def _lower_cells_of_kind(
+    o: np.ndarray, vals: np.ndarray, big_s: np.ndarray, n: np.ndarray, tau_lo: np.ndarray, phi_is_a: bool
+) -> np.ndarray:
+    """:func:`_lower_cells` for columns of one kind: fractional (``phi_is_a``) or integer."""
+    am1 = o - 1.0 if phi_is_a else 1.0
     with np.errstate(invalid="ignore", over="ignore"):
         log_phi = vals * am1  # log A for fractional columns
         m = vals.shape[0]
@@ -193,28 +208,31 @@ def _lower_cells(
         best = mono.copy()
         if m >= 3:
             ds = (big_s[:-1] - big_s[1:])[:, None]  # S_j - S_{j+1}, cell j
-            dl = vals[:-1] - vals[1:]  # RDP difference per cell
-            dla = log_phi[:-1] - log_phi[1:]  # log A difference per cell
             # phi differences: RDP for integer orders, A_{j+1} (e^{dla} - 1) for fractional ones
-            dphi = np.where(
-                phi_is_a, np.exp(log_phi[1:]) * np.expm1(np.maximum(dla, 0.0)), np.maximum(dl, 0.0)
-            )
+            if phi_is_a:
+                dla = log_phi[:-1] - log_phi[1:]  # log A difference per cell
+                phi_hi = np.exp(log_phi[1:])
+                dphi = phi_hi * np.expm1(np.maximum(dla, 0.0))
+                phi_lo_ = np.exp(log_phi[:-1])
+            else:
+                dphi = np.maximum(vals[:-1] - vals[1:], 0.0)  # RDP difference per cell
+                phi_hi, phi_lo_ = vals[1:], vals[:-1]
             slope = dphi / ds  # cell j's chord slope in s (>= 0)
             # l1 on cell j uses cell j+1's slope: l1(1) = phi_{j+1} + ds_j m_{j+1}
             inc1 = np.zeros_like(mono)
             inc1[:-1] = ds[:-1] * slope[1:]
             inc2 = np.full_like(mono, np.inf)  # l2(0) = phi_j - ds_j m_{j-1}
             inc2[1:] = ds[1:] * slope[:-1]
-            phi_hi = np.where(phi_is_a, np.exp(log_phi[1:]), vals[1:])
-            phi_lo_ = np.where(phi_is_a, np.exp(log_phi[:-1]), vals[:-1])
             l1_0, l1_1 = phi_hi, phi_hi + inc1
             l2_0, l2_1 = phi_lo_ - inc2, phi_lo_
             for p0, p1 in ((l1_0, l1_1), (l2_0, l2_1)):
-                ok = p0 > 0
-                f0 = np.where(phi_is_a, np.log(np.where(ok, p0, 1.0)) / am1, p0)
-                f1 = np.where(phi_is_a, np.log(np.where(ok, p1, 1.0)) / am1, p1)
-                cand = nn * f0 + tl * np.maximum(f1 - f0, 0.0)
-                cand = np.where(ok | ~phi_is_a, cand, -np.inf)
+                if phi_is_a:
+                    ok = p0 > 0
+                    f0 = np.log(np.where(ok, p0, 1.0)) / am1
+                    f1 = np.log(np.where(ok, p1, 1.0)) / am1
+                    cand = np.where(ok, nn * f0 + tl * np.maximum(f1 - f0, 0.0), -np.inf)
+                else:
+                    cand = nn * p0 + tl * np.maximum(p1 - p0, 0.0)
                 best = np.fmax(best, cand)
     return np.where(nn > 0, best, 0.0)
 
@@ -438,11 +456,16 @@ def _bound_on_lattice(
             lower[:, focus] = _lower_cells(o[focus], vals[:, focus], big_s, n, tau_lo)
     is_int = o == np.floor(o)
     # fractional orders: chord of A = exp((alpha-1) f) in s (step 3b), averaged over the cell
-    am1 = o - 1.0
+    # (computed on the fractional columns only: the integer ones take the chord above)
+    fc = np.flatnonzero(~is_int)
+    am1 = o[fc] - 1.0
+    a_chord = np.zeros(f_lo.shape)
     with np.errstate(invalid="ignore", over="ignore"):
-        d_log_a = np.maximum(f_lo - f_hi, 0.0) * am1
+        d_log_a = np.maximum(f_lo[:, fc] - f_hi[:, fc], 0.0) * am1
         tau_bar = np.where(n > 0, tau / np.maximum(n, 1.0), 0.0)[:, None]
-        a_chord = np.where(nz, n[:, None] * (f_hi + np.log1p(tau_bar * np.expm1(d_log_a)) / am1), 0.0)
+        a_chord[:, fc] = np.where(
+            nz, n[:, None] * (f_hi[:, fc] + np.log1p(tau_bar * np.expm1(d_log_a)) / am1), 0.0
+        )
     cells = np.where(is_int, np.minimum(chord, mono), np.fmin(a_chord, mono))
     cells = np.where(is_int, cells, np.fmin(cells, _alpha_chord_cells(o, cells)))
     with np.errstate(invalid="ignore"):

@@ -2,7 +2,8 @@
 
 Why: ``import scipy.special`` pulls scipy's array-API layer (``numpy.f2py``, ``numpy.testing``,
 ``importlib.metadata``...), about 0.5 s of CPU, which was most of the start-up of a static
-``dptheory calibrate``.  The RDP code needs only these three functions.
+``dptheory calibrate``.  The RDP code needs only these three functions (its fractional series
+takes ``log Phi`` from the vectorised :mod:`accounting._log_phi`; :func:`log_ndtr` serves the rest).
 
 Numerics (soundness: the RDP code's rounding allowances were set with scipy's values, so these
 must be as accurate).  ``tests/accounting/test_special.py`` checks both libraries against 40-digit mpmath

@@ -35,6 +35,7 @@ TUNABLE = {
     "_DENSE_MAX_ROWS": "accounting._rdp_evaluate",
     "_FRAC_MAX_TERMS": "accounting._rdp_evaluate",
     "_PRECISE_BELOW": "accounting._log_a_int",
+    "_CUMSUM_COLS": "accounting._log_a_frac",
     "AUTO_GRID_MIN_ROWS": "accounting.sigma_grid",
     "AUTO_GRID_THRESHOLD": "accounting.sigma_grid",
 }
