@@ -305,7 +305,7 @@ def dominating_pair_delta(
         return 1.0 if pair is None else 0.0
     v = pair.log_delta(e)
     if v == -math.inf:
-        return 0.0
+        return _TINY  # the truth is positive for every finite eps (unbounded likelihood ratio)
     # below the float range the smallest positive double still bounds it from above
     return min(1.0, max(math.exp(v) * (1 + 4 * ULP), _TINY)) if v < 0 else 1.0
 

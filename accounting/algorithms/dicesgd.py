@@ -368,10 +368,11 @@ class DiceSGD(Algorithm):
             regimes["conservation"] = cons.epsilon
             if cons.epsilon < best[1]:
                 best = ("conservation", cons.epsilon, cons.order, cons.warnings)
-        if hsc.in_use() and rho is not None and rho > 0:
+        if hsc.in_use() and rho is not None:
             # the same budget through a one-dimensional dominating pair: an (eps, delta) statement.
-            # At rho = 0 DiceSGD is DP-SGD and is reported as DP-SGD (flush regime, P(E^c) = 0); the
-            # pair, exact Gaussian composition at q = 1, would otherwise undercut DP-SGD's own number.
+            # Evaluated at rho = 0 too: every regime is non-decreasing in rho, so their minimum is, and
+            # skipping one at rho = 0 would let eps fall as G rises past C1 (at q = 1 the pair is the
+            # exact Gaussian composition, below DP-SGD's RDP-converted number, and still valid).
             pair = hsd.dominating_pair_epsilon(
                 p.delta,
                 sample_rate=p.sample_rate,
