@@ -234,7 +234,14 @@ def _check_eps(eps: Any) -> float:
 def resolve_auto_c2(
     algorithm: Any, params: PrivacyParams, *, budget: Callable[[PrivacyParams], float], extra: list[str]
 ) -> PrivacyParams:
-    """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2)."""
+    """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2).
+
+    The C2 chosen has at most :data:`C2_DIGITS` significant digits, rounded toward the side the
+    certificate allows, so the value printed in the report is exactly the one certified and a user
+    who copies it gets the reported epsilon: up in the flush regime (any C2 >= the minimum
+    certifies the same noise and P(E^c) only falls as C2 grows), down otherwise (a smaller C2
+    shifts the hidden state less, so its epsilon is no larger).
+    """
     if params.c2 != "auto":
         return params
     if algorithm.name != "dicesgd":
@@ -246,6 +253,7 @@ def resolve_auto_c2(
     p, _, _ = algorithm.resolve(params.with_(c2=None))
     flush = auto_c2_flush(p)
     if flush is not None:
+        flush = {**flush, "c2": _c2_digits(flush["c2"], up=True)}
         c1r = p.c1 + flush["rho"]
         msg = (
             f"--c2 auto = {flush['c2']:.6g} = max(C1, {flush['c2_min']:.6g}); "
@@ -265,12 +273,26 @@ def resolve_auto_c2(
         extra.append(msg)
         return params.with_(c2=flush["c2"])
     z_budget = budget(p)
-    c2 = auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio)
+    c2 = _c2_digits(auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio), up=False)
     extra.append(
         f"--c2 auto = {c2:.6g}: largest C2 whose certified DiceSGD noise is within {ratio:g}x the DP-SGD "
         f"noise (DP-SGD reference z = {z_budget:.6g})"
     )
     return params.with_(c2=c2)
+
+
+#: Significant digits of the C2 chosen by ``c2="auto"`` (the report prints parameters to 6).
+C2_DIGITS = 6
+
+
+def _c2_digits(c2: float, *, up: bool) -> float:
+    """``c2`` rounded up (or down) to :data:`C2_DIGITS` significant digits; unchanged if it has no
+    more. The nearest double to a decimal above ``c2`` is still >= ``c2`` (rounding to nearest is
+    monotone), so the direction survives the conversion back to float."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+
+    rounding = ROUND_CEILING if up else ROUND_FLOOR
+    return float(Context(prec=C2_DIGITS, rounding=rounding).plus(Decimal(c2)))
 
 
 def _with_extra(report: PrivacyReport, extra: list[str]) -> PrivacyReport:
