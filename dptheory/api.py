@@ -227,6 +227,18 @@ def _check_order_floor(p: PrivacyParams, eps: float) -> None:
         )
 
 
+def _check_pld_delta(accountant: str, p: PrivacyParams) -> None:
+    """Why a PLD calibration found only inf: delta below what dp-accounting's PLD resolves."""
+    from accounting.interop import PLD_DELTA_SLACK
+
+    if accountant == "pld" and p.delta is not None and p.delta <= PLD_DELTA_SLACK:
+        raise InvalidParameter(
+            "--delta",
+            f"the pld accountant resolves delta only above {PLD_DELTA_SLACK:g} (dp-accounting's "
+            "floating-point error); use --accountant rdp",
+        )
+
+
 def _check_eps(eps: Any) -> float:
     return validate.positive("--eps", eps)
 
@@ -283,16 +295,40 @@ def resolve_auto_c2(
 
 #: Significant digits of the C2 chosen by ``c2="auto"`` (the report prints parameters to 6).
 C2_DIGITS = 6
+#: Significant digits of a calibrated z in the report (rounded up there).
+Z_DIGITS = 10
 
 
-def _c2_digits(c2: float, *, up: bool) -> float:
-    """``c2`` rounded up (or down) to :data:`C2_DIGITS` significant digits; unchanged if it has no
-    more. The nearest double to a decimal above ``c2`` is still >= ``c2`` (rounding to nearest is
+def _digits(x: float, digits: int, *, up: bool) -> float:
+    """``x`` rounded up (or down) to ``digits`` significant digits; unchanged if it has no more.
+    The nearest double to a decimal above ``x`` is still >= ``x`` (rounding to nearest is
     monotone), so the direction survives the conversion back to float."""
     from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 
     rounding = ROUND_CEILING if up else ROUND_FLOOR
-    return float(Context(prec=C2_DIGITS, rounding=rounding).plus(Decimal(c2)))
+    return float(Context(prec=digits, rounding=rounding).plus(Decimal(x)))
+
+
+def _c2_digits(c2: float, *, up: bool) -> float:
+    return _digits(c2, C2_DIGITS, up=up)
+
+
+def _printable_pld_noise(eps_of: Callable[[float], float], z: float, eps: float) -> float:
+    """The smallest of a few z' >= ``z`` with :data:`Z_DIGITS` digits whose epsilon meets ``eps``.
+
+    dp-accounting's pessimistic PLD epsilon is an upper bound at every z but is not monotone in z at
+    the scale of its grid (d2p2sgd claimed, q = 0.01, T = 1000, delta = 1e-10: 0.0999999983 at
+    z = 81.490363995 but 0.1000000016 at 81.490364, the z printed rounded up), so the printed z is
+    evaluated itself, and moved up by 1e-7, 4e-7, ... relative until its epsilon meets the target.
+    """
+    for k in range(8):
+        factor = 1.0 if k == 0 else 1.0 + 1e-7 * 4.0 ** (k - 1)
+        zk = _digits(z * factor, Z_DIGITS, up=True)
+        if eps_of(zk) <= eps:
+            return zk
+    raise UnreachableTarget(
+        "--eps", f"the pld accountant's epsilon does not settle below {eps:g} near z = {z:.6g}"
+    )
 
 
 def _with_extra(report: PrivacyReport, extra: list[str]) -> PrivacyReport:
@@ -544,7 +580,10 @@ def calibrate(
         except UnreachableTarget:
             if accountant == "rdp":
                 _check_order_floor(p, eps)  # a more helpful message when the order grid is the cause
+            _check_pld_delta(accountant, p)
             raise
+        if accountant == "pld":
+            z = _printable_pld_noise(eps_of, z, eps)
         p = p.with_(noise_multiplier=z)
         value = seen[z] if z in seen else fn(p)  # exactly what `epsilon` reports at this z
         if not value.epsilon <= eps:  # the calibration contract; never report a violating z
