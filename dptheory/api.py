@@ -285,7 +285,8 @@ def resolve_auto_c2(
         extra.append(msg)
         return params.with_(c2=flush["c2"])
     z_budget = budget(p)
-    c2 = _c2_digits(auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio), up=False)
+    c2 = auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio)
+    c2 = c2 if c2 == p.c1 else _c2_digits(c2, up=False)  # C2 = C1 (every C2 qualifies) is kept as given
     extra.append(
         f"--c2 auto = {c2:.6g}: largest C2 whose certified DiceSGD noise is within {ratio:g}x the DP-SGD "
         f"noise (DP-SGD reference z = {z_budget:.6g})"
