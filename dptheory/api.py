@@ -267,16 +267,18 @@ def resolve_auto_c2(
     if flush is not None:
         flush = {**flush, "c2": _c2_digits(flush["c2"], up=True)}
         c1r = p.c1 + flush["rho"]
+        c2_min = _digits(flush["c2_min"], C2_DIGITS, up=True)  # a threshold to stay above: shown up
+        p_fail = _digits(flush["p_fail"], 3, up=True)  # an upper bound: shown up
         msg = (
-            f"--c2 auto = {flush['c2']:.6g} = max(C1, {flush['c2_min']:.6g}); "
-            f"{flush['c2_min']:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g} "
+            f"--c2 auto = {flush['c2']:.6g} = max(C1, {c2_min:.6g}); "
+            f"{c2_min:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g} "
             f"is the smallest C2 with P(E^c) <= delta/100 (others' batch <= {flush['k']}); "
-            f"P(E^c) <= {flush['p_fail']:.3g} at the chosen C2, so the flush "
+            f"P(E^c) <= {p_fail:.3g} at the chosen C2, so the flush "
             "regime applies. Every C2 >= that minimum certifies the same noise and runs the same "
             "trajectory on E, so C2 is kept >= C1 as Theorem 3.7 assumes"
         )
         if budget is not _budget_at_given_noise:
-            z_dp = _dpsgd_noise_at_clip(p, budget)
+            z_dp = _digits(_dpsgd_noise_at_clip(p, budget), C2_DIGITS, up=True)  # a noise: shown up
             msg += (
                 f"; DP-SGD clipped at C1 + rho = {c1r:g} needs z = {z_dp:.6g} (noise std "
                 f"{z_dp * c1r / p.batch_size:.4g}, i.e. {z_dp * c1r / p.c1:.6g} in DiceSGD's units "
