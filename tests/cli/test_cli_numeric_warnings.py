@@ -19,7 +19,7 @@ COMMON = ["--noise-multiplier", "1e-300", "--delta", "1e-5", "--sample-rate", "0
 @pytest.mark.parametrize(
     "argv",
     [
-        ["audit", "--algo", "dp2sgd", *COMMON],
+        ["audit", "--algo", "dp2sgd", *COMMON[:-1], "1", "--projection-dim", "10", "--model-dim", "20"],
         ["audit", "--algo", "dicesgd", *COMMON, "--samples", "1000"],
         ["epsilon", "--algo", "dicesgd", *COMMON, "--grad-bound", "3"],
     ],
