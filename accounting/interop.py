@@ -32,6 +32,15 @@ __all__ = [
     "dp_accounting_rdp_epsilon",
 ]
 
+#: Absolute error allowed for in dp-accounting's delta(eps). Its composed PMFs are floats: each
+#: composition moves up to 1e-15 of truncated tail mass to infinite loss, and FFT rounding errors of
+#: about 1e-15 can even leave the computed infinite-loss mass negative (-5e-15 at q = 1e-3, z = 31,
+#: T = 1e4), after which delta(eps) never reaches its floor and a finite epsilon comes back at
+#: delta = 1e-100 (0.13 at q = 1e-3, z = 5.66, T = 1e4, where the RDP bound is 0.64). The
+#: pessimistic epsilon is therefore read at ``delta - PLD_DELTA_SLACK`` (at least 20x the largest
+#: error seen) and is inf when delta is no larger.
+PLD_DELTA_SLACK = 1e-13
+
 #: Grid step of the privacy-loss discretisation (dp-accounting's own default). The
 #: pessimistic estimate overstates epsilon by at most about this much per composition
 #: *before* composition effects; smaller is tighter but slower (cost ~ 1/interval).
@@ -78,10 +87,11 @@ def pld_epsilon(
 ) -> float:
     """Epsilon at ``delta`` from dp-accounting's privacy-loss-distribution (PLD) accountant.
 
-    ``pessimistic=True`` (default) is dp-accounting's ``PLDAccountant`` and is an upper
-    bound (see module docstring). ``pessimistic=False`` is an optimistic estimate (a lower
-    bound up to truncation), available only for Gaussian / Poisson-subsampled Gaussian
-    events and their compositions; never report it as a guarantee.
+    ``pessimistic=True`` (default) is dp-accounting's ``PLDAccountant`` read at
+    ``delta - PLD_DELTA_SLACK`` (inf at or below it), an upper bound (see module docstring).
+    ``pessimistic=False`` is an optimistic estimate (a lower bound up to truncation), available
+    only for Gaussian / Poisson-subsampled Gaussian events and their compositions; never report it
+    as a guarantee.
     """
     delta = validate.open_unit("--delta", delta)
     vdi = validate.positive("--value-discretization-interval", value_discretization_interval)
@@ -89,6 +99,8 @@ def pld_epsilon(
     dp_event = _export(event, "--accountant pld")
     from accounting.pld_cost import check_pld_cost
 
+    if pessimistic and delta <= PLD_DELTA_SLACK:
+        return math.inf  # below dp-accounting's floating-point resolution: sound, and no grid built
     check_pld_cost(event, vdi)  # its grid grows with T and 1/z: refuse before allocating it
     if pessimistic:
         from dp_accounting.pld import pld_privacy_accountant
@@ -106,7 +118,7 @@ def pld_epsilon(
         try:
             with warnings.catch_warnings():  # its overflow warnings would precede our one line
                 warnings.simplefilter("ignore", RuntimeWarning)
-                return float(acc.compose(dp_event).get_epsilon(delta))
+                return float(acc.compose(dp_event).get_epsilon(delta - PLD_DELTA_SLACK))
         except (OverflowError, FloatingPointError, ZeroDivisionError, MemoryError) as exc:
             # dp-accounting's own arithmetic failing at an extreme (e.g. an infinite epsilon bound
             # in its discretisation): one line, never a traceback, never a number

@@ -154,7 +154,9 @@ def kl_floor(sample_rate: Any, noise_multiplier: Any, counts: Any = 1) -> float:
     )
     q, z, c = q.reshape(-1), z.reshape(-1), c.reshape(-1)
     uz, inv = np.unique(z, return_inverse=True)
-    erf = np.array([math.erf(1.0 / (2.0 * math.sqrt(2.0) * v)) for v in uz.tolist()])[inv.reshape(-1)]
+    # a per-step noise that underflowed to 0 (e.g. z = 1e-300 on an exp schedule) has TV = q
+    erf = np.array([math.erf(1.0 / (2.0 * math.sqrt(2.0) * v)) if v > 0 else 1.0 for v in uz.tolist()])
+    erf = erf[inv.reshape(-1)]
     tv = q * erf
     return float(np.sum(c * 2.0 * tv * tv)) * (1.0 - 1e-9)
 

@@ -85,7 +85,7 @@ def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np
     o = orders_array(orders)
     sig = np.asarray(noise_multiplier, dtype=float)
     validate.positive_array("--noise-multiplier", sig)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", divide="ignore"):  # z^2 underflows to 0 below ~1e-162: RDP inf
         if sig.ndim == 0:
             z = float(sig)
             # float ** 2 raises OverflowError above ~1.3e154 where the product gives +inf (RDP 0,

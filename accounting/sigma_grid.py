@@ -137,11 +137,15 @@ def _grid_layout(g: np.ndarray, sig: np.ndarray, w: np.ndarray) -> dict[str, np.
     m = g.size
     jf = np.searchsorted(g, sig, side="right") - 1
     hit = g[jf] == sig
-    big_s = 0.5 / (g * g)
+    with np.errstate(over="ignore", invalid="ignore"):  # sigma above ~1e154: S = 0, no warning
+        big_s = 0.5 / (g * g)
     if m >= 2:
         i = np.minimum(jf, m - 2)
-        s = 0.5 / (sig * sig)
-        t = np.clip((big_s[i] - s) / (big_s[i] - big_s[i + 1]), 0.0, 1.0)
+        # S[i] = S[i+1] = 0 (both points overflowed) gives t = 0/0 = nan: that order's RDP is then
+        # not finite and the order is dropped, as the report says
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = 0.5 / (sig * sig)
+            t = np.clip((big_s[i] - s) / (big_s[i] - big_s[i + 1]), 0.0, 1.0)
     else:
         i, t = np.zeros(sig.size, dtype=np.intp), np.zeros(sig.size)
     lay = {

@@ -227,6 +227,18 @@ def _check_order_floor(p: PrivacyParams, eps: float) -> None:
         )
 
 
+def _check_pld_delta(accountant: str, p: PrivacyParams) -> None:
+    """Why a PLD calibration found only inf: delta below what dp-accounting's PLD resolves."""
+    from accounting.interop import PLD_DELTA_SLACK
+
+    if accountant == "pld" and p.delta is not None and p.delta <= PLD_DELTA_SLACK:
+        raise InvalidParameter(
+            "--delta",
+            f"the pld accountant resolves delta only above {PLD_DELTA_SLACK:g} (dp-accounting's "
+            "floating-point error); use --accountant rdp",
+        )
+
+
 def _check_eps(eps: Any) -> float:
     return validate.positive("--eps", eps)
 
@@ -234,7 +246,14 @@ def _check_eps(eps: Any) -> float:
 def resolve_auto_c2(
     algorithm: Any, params: PrivacyParams, *, budget: Callable[[PrivacyParams], float], extra: list[str]
 ) -> PrivacyParams:
-    """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2)."""
+    """Replace ``c2="auto"`` by the design helper's C2 (DiceSGD only; other algorithms ignore C2).
+
+    The C2 chosen has at most :data:`C2_DIGITS` significant digits, rounded toward the side the
+    certificate allows, so the value printed in the report is exactly the one certified and a user
+    who copies it gets the reported epsilon: up in the flush regime (any C2 >= the minimum
+    certifies the same noise and P(E^c) only falls as C2 grows), down otherwise (a smaller C2
+    shifts the hidden state less, so its epsilon is no larger).
+    """
     if params.c2 != "auto":
         return params
     if algorithm.name != "dicesgd":
@@ -246,17 +265,20 @@ def resolve_auto_c2(
     p, _, _ = algorithm.resolve(params.with_(c2=None))
     flush = auto_c2_flush(p)
     if flush is not None:
+        flush = {**flush, "c2": _c2_digits(flush["c2"], up=True)}
         c1r = p.c1 + flush["rho"]
+        c2_min = _digits(flush["c2_min"], C2_DIGITS, up=True)  # a threshold to stay above: shown up
+        p_fail = _digits(flush["p_fail"], 3, up=True)  # an upper bound: shown up
         msg = (
-            f"--c2 auto = {flush['c2']:.6g} = max(C1, {flush['c2_min']:.6g}); "
-            f"{flush['c2_min']:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g} "
+            f"--c2 auto = {flush['c2']:.6g} = max(C1, {c2_min:.6g}); "
+            f"{c2_min:.6g} = rho (1 + {flush['margin']:.3g}) with rho = {flush['rho']:.6g} "
             f"is the smallest C2 with P(E^c) <= delta/100 (others' batch <= {flush['k']}); "
-            f"P(E^c) <= {flush['p_fail']:.3g} at the chosen C2, so the flush "
+            f"P(E^c) <= {p_fail:.3g} at the chosen C2, so the flush "
             "regime applies. Every C2 >= that minimum certifies the same noise and runs the same "
             "trajectory on E, so C2 is kept >= C1 as Theorem 3.7 assumes"
         )
         if budget is not _budget_at_given_noise:
-            z_dp = _dpsgd_noise_at_clip(p, budget)
+            z_dp = _digits(_dpsgd_noise_at_clip(p, budget), C2_DIGITS, up=True)  # a noise: shown up
             msg += (
                 f"; DP-SGD clipped at C1 + rho = {c1r:g} needs z = {z_dp:.6g} (noise std "
                 f"{z_dp * c1r / p.batch_size:.4g}, i.e. {z_dp * c1r / p.c1:.6g} in DiceSGD's units "
@@ -266,11 +288,50 @@ def resolve_auto_c2(
         return params.with_(c2=flush["c2"])
     z_budget = budget(p)
     c2 = auto_c2(p, budget_noise_multiplier=z_budget, max_noise_ratio=ratio)
+    c2 = c2 if c2 == p.c1 else _c2_digits(c2, up=False)  # C2 = C1 (every C2 qualifies) is kept as given
     extra.append(
         f"--c2 auto = {c2:.6g}: largest C2 whose certified DiceSGD noise is within {ratio:g}x the DP-SGD "
         f"noise (DP-SGD reference z = {z_budget:.6g})"
     )
     return params.with_(c2=c2)
+
+
+#: Significant digits of the C2 chosen by ``c2="auto"`` (the report prints parameters to 6).
+C2_DIGITS = 6
+#: Significant digits of a calibrated z in the report (rounded up there).
+Z_DIGITS = 10
+
+
+def _digits(x: float, digits: int, *, up: bool) -> float:
+    """``x`` rounded up (or down) to ``digits`` significant digits; unchanged if it has no more.
+    The nearest double to a decimal above ``x`` is still >= ``x`` (rounding to nearest is
+    monotone), so the direction survives the conversion back to float."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+
+    rounding = ROUND_CEILING if up else ROUND_FLOOR
+    return float(Context(prec=digits, rounding=rounding).plus(Decimal(x)))
+
+
+def _c2_digits(c2: float, *, up: bool) -> float:
+    return _digits(c2, C2_DIGITS, up=up)
+
+
+def _printable_pld_noise(eps_of: Callable[[float], float], z: float, eps: float) -> float:
+    """The smallest of a few z' >= ``z`` with :data:`Z_DIGITS` digits whose epsilon meets ``eps``.
+
+    dp-accounting's pessimistic PLD epsilon is an upper bound at every z but is not monotone in z at
+    the scale of its grid (d2p2sgd claimed, q = 0.01, T = 1000, delta = 1e-10: 0.0999999983 at
+    z = 81.490363995 but 0.1000000016 at 81.490364, the z printed rounded up), so the printed z is
+    evaluated itself, and moved up by 1e-7, 4e-7, ... relative until its epsilon meets the target.
+    """
+    for k in range(8):
+        factor = 1.0 if k == 0 else 1.0 + 1e-7 * 4.0 ** (k - 1)
+        zk = _digits(z * factor, Z_DIGITS, up=True)
+        if eps_of(zk) <= eps:
+            return zk
+    raise UnreachableTarget(
+        "--eps", f"the pld accountant's epsilon does not settle below {eps:g} near z = {z:.6g}"
+    )
 
 
 def _with_extra(report: PrivacyReport, extra: list[str]) -> PrivacyReport:
@@ -522,7 +583,10 @@ def calibrate(
         except UnreachableTarget:
             if accountant == "rdp":
                 _check_order_floor(p, eps)  # a more helpful message when the order grid is the cause
+            _check_pld_delta(accountant, p)
             raise
+        if accountant == "pld":
+            z = _printable_pld_noise(eps_of, z, eps)
         p = p.with_(noise_multiplier=z)
         value = seen[z] if z in seen else fn(p)  # exactly what `epsilon` reports at this z
         if not value.epsilon <= eps:  # the calibration contract; never report a violating z

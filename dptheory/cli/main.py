@@ -13,10 +13,12 @@ nothing half-written is left).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import re
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 
 from accounting.errors import InvalidParameter, cli_spelling
 from dptheory.extras import MissingExtra, missing_extra_message
@@ -155,6 +157,19 @@ def _tolerant_streams() -> None:
                 pass
 
 
+@contextlib.contextmanager
+def _quiet_numerics() -> Iterator[None]:
+    """Drop numpy's RuntimeWarnings (overflow, divide by zero) raised in our own numeric code.
+
+    Python prints each with its source line, which breaks the one-line output contract, and they
+    say nothing to a user: every result is checked for inf and NaN where it is used (an order
+    whose RDP overflows is dropped and reported, an infinite epsilon is printed as inf).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"(accounting|dptheory)(\.|$)")
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is None or sys.stdout.closed:  # started with stdout closed: the result would be lost
         if sys.stderr is not None and not sys.stderr.closed:
@@ -173,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _arm_timeout(getattr(args, "timeout", None))
         try:
-            with cli_spelling():  # errors name --options, not the Python keywords
+            with cli_spelling(), _quiet_numerics():  # errors name --options, not the Python keywords
                 return int(args.handler(args) or 0)
         finally:
             _disarm_timeout()

@@ -308,7 +308,8 @@ def render_report(report, *, command: str, note: str | None = None) -> str:
     for k, v in report.parameters.items():
         if k in ("sample_rate", "steps"):
             continue
-        rows.append((k.replace("_", " "), _fmt(v)))
+        # B = qN when --sample-rate is given: rounded down like q, so B / N from the table is <= q
+        rows.append((k.replace("_", " "), fmt(v, DOWN) if k == "batch_size" else _fmt(v)))
     width = max(len(k) for k, _ in rows)
     lines = [f"dptheory {command}"]
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
