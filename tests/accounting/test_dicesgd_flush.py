@@ -412,3 +412,14 @@ def test_binomial_tail_upper_bound_at_large_population():
         rho=5e-324, c2=1, batch_size=1000, population=50000, sample_rate=0.02, steps=150
     )
     assert out["p_fail"] == 0.0
+
+
+def test_printed_p_fail_is_rounded_up():
+    """P(E^c) bounds a failure probability from above, so its 3-digit text is never below it."""
+    import random
+
+    from accounting.algorithms.dicesgd import _up3
+
+    rng = random.Random(0)
+    for x in [1.23449e-7, 0.12351, 9.996e-5, 0.9999, 1.0] + [10 ** rng.uniform(-300, 0) for _ in range(2000)]:
+        assert x <= float(_up3(x)) <= x * 1.011
