@@ -47,11 +47,34 @@ def test_the_card_command_output_is_shown_and_real() -> None:
     assert rx.same(card.expected, got), "README calibrate output drifted (readme_examples --write)"
 
 
-def test_console_examples_print_what_the_readme_shows() -> None:
+def _run_in_process(ex: rx.Example, tmp_path, monkeypatch, capsys) -> str:
+    """What ``ex`` prints, from ``dptheory.cli.main.main`` in this process, under the environment
+    :func:`tools.readme_examples.run` gives its fresh process (empty directory, 100 columns)."""
+    import shlex
+    import warnings
+
+    from dptheory.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "100")
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(shlex.split(ex.code)[1:])
+    out, err = capsys.readouterr()
+    assert rc == 0, f"{ex.code!r} exited {rc}: {err[-2000:]}"
+    return out
+
+
+def test_console_examples_print_what_the_readme_shows(tmp_path, monkeypatch, capsys) -> None:
+    """In process: only the printed output is checked here.  That the command prints the same as a
+    fresh process is the card test's (above, ``rx.run``); the exit status and output of ``audit-run``
+    as a process are tests/cli/test_cli_audit_run.py's."""
     others = [e for e in _examples("console") if not e.code.startswith("dptheory calibrate ")]
     assert others, "the README lost its verify example"
+    assert {e.code.split()[1] for e in others} >= {"verify", "audit-run"}
     for ex in others:
-        got = rx.run(ex)
+        got = _run_in_process(ex, tmp_path, monkeypatch, capsys)
         assert rx.same(ex.expected, got), f"{ex.code}: README output drifted (readme_examples --write)"
 
 
