@@ -53,12 +53,22 @@ def _run_blocked(argv: list[str], blocked=OPTIONAL) -> tuple[int, str, list[str]
     return rc, out.stdout, err, preloaded, tried
 
 
+#: the README's card command, run here once for both checks
+CARD = ["calibrate", "--eps", "2", "--delta", "1e-5", "--algo", "dicesgd"]
+
+
 def test_calibrate_runs_without_any_optional_module() -> None:
-    rc, stdout, err, preloaded, tried = _run_blocked(
-        ["calibrate", "--eps", "2", "--delta", "1e-5", "--algo", "dicesgd"]
-    )
+    """The README's card command on a base install prints exactly the output the README shows
+    (this fresh process is also tests/project/test_readme_examples.py's check of the card)."""
+    from tools import readme_examples as rx
+
+    rc, stdout, err, preloaded, tried = _run_blocked(CARD)
     assert (rc, err, preloaded, tried) == (0, [], [], [])
     assert "noise multiplier z  52466.9961" in stdout
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    (card,) = [e for e in rx.examples(readme) if e.code == "dptheory " + " ".join(CARD)]
+    assert card.expected.strip(), "the README shows no output for the card's command"
+    assert rx.same(card.expected, stdout), "README card drifted (python -m tools.readme_examples --write)"
 
 
 def test_run_without_torch_names_the_extra_in_one_line() -> None:

@@ -1,8 +1,9 @@
 """The README cannot drift from the code: its outputs, findings, imports and links are checked.
 
 * every example output (``console`` blocks, ``python`` blocks followed by a ``text`` block) equals
-  what the code prints now, in a fresh process (``python -m tools.readme_examples --write``
-  refreshes them);
+  what the code prints now (``python -m tools.readme_examples --write`` refreshes them): the card
+  and the Python examples in a fresh process, the other console examples through the CLI's
+  ``main`` in this process;
 * the findings table is the one generated from ``docs/verdicts.md``'s verdict table;
 * README code imports only public names, and every public name is documented in docs/api.md;
 * the README stays a front door (at most 250 lines) and nothing points outside the repository.
@@ -40,18 +41,45 @@ def test_readme_is_a_front_door() -> None:
 
 
 def test_the_card_command_output_is_shown_and_real() -> None:
+    """The card's output is compared with a fresh process's by
+    tests/project/test_light_install.py::test_calibrate_runs_without_any_optional_module, which runs
+    this very command once with the optional modules refused (a stronger check than a plain run)."""
+    from tests.project.test_light_install import CARD
+
     (card,) = [e for e in _examples("console") if e.code.startswith("dptheory calibrate ")]
     assert card.code == "dptheory calibrate --eps 2 --delta 1e-5 --algo dicesgd"
+    assert card.code == "dptheory " + " ".join(CARD)
     assert card.expected.strip(), "the README shows no output for the card's command"
-    got = rx.run(card)
-    assert rx.same(card.expected, got), "README calibrate output drifted (readme_examples --write)"
 
 
-def test_console_examples_print_what_the_readme_shows() -> None:
+def _run_in_process(ex: rx.Example, tmp_path, monkeypatch, capsys) -> str:
+    """What ``ex`` prints, from ``dptheory.cli.main.main`` in this process, under the environment
+    :func:`tools.readme_examples.run` gives its fresh process (empty directory, 100 columns)."""
+    import shlex
+    import warnings
+
+    from dptheory.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "100")
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rc = main(shlex.split(ex.code)[1:])
+    out, err = capsys.readouterr()
+    assert rc == 0, f"{ex.code!r} exited {rc}: {err[-2000:]}"
+    return out
+
+
+def test_console_examples_print_what_the_readme_shows(tmp_path, monkeypatch, capsys) -> None:
+    """In process: only the printed output is checked here.  That the command prints the same as a
+    fresh process is checked on the card's command (above); the exit status and output of ``audit-run``
+    as a process are tests/cli/test_cli_audit_run.py's."""
     others = [e for e in _examples("console") if not e.code.startswith("dptheory calibrate ")]
     assert others, "the README lost its verify example"
+    assert {e.code.split()[1] for e in others} >= {"verify", "audit-run"}
     for ex in others:
-        got = rx.run(ex)
+        got = _run_in_process(ex, tmp_path, monkeypatch, capsys)
         assert rx.same(ex.expected, got), f"{ex.code}: README output drifted (readme_examples --write)"
 
 
