@@ -149,7 +149,7 @@ def orthogonal_plan(
     grad_bound: float,
     dataset_size: int,
     lam: float,
-    store: int,
+    store: int | None,
     drain: int,
     weights: str = "final",
 ) -> OrthogonalPlan | None:
@@ -157,20 +157,22 @@ def orthogonal_plan(
 
     The release step is ``F = T - 1``; the others fill ``||e||`` up to ``lam C2`` (at most their
     largest refill per step), hold it there, and drain e2 to 0 in mean over the ``drain`` steps
-    before F. xi' stores on the ``store`` steps before the drain and at F. Each step's e2 mass M is
+    before F (None when the mean path cannot reach ``||e|| <= C2`` by F). xi' stores on the ``store``
+    steps before the drain (None: from step 1), on the drain steps and at F. Each step's e2 mass M is
     carried by all ``N - 1`` others with ``j = M / ((N - 1) q)``: the smallest per-example residual,
     hence the smallest Poisson variance ``M^2 (1 - q) / ((N - 1) q)`` for that mass.
-    ``weights``: ``"final"`` (S = y_F[e1]) or ``"tail"`` (equal weights on F and the drain steps).
+    ``weights``: ``"final"`` (S = y_F[e1]), ``"tail"`` (equal weights on F and the drain steps) or
+    ``"matched"`` (:func:`matched`).
     The plan follows the mean path of e2 (xi''s e1 part is second order in ``||e||``).
     """
     q, b = float(sample_rate), float(batch_size)
     a = (grad_bound - c1) / b
     n_o = int(dataset_size) - 1
     top = n_o * q * a  # the largest mean e2 mass per step
-    if a <= 0 or n_o < 1 or top <= c2 * 1.0001 or lam <= 1 or drain < 1 or store < 1:
+    if a <= 0 or n_o < 1 or top <= c2 * 1.0001 or lam <= 1 or drain < 1 or (store is not None and store < 1):
         return None
     final = steps - 1
-    start = final - drain - store
+    start = 1 if store is None else final - drain - store
     if start < 1:
         return None
     target = lam * c2
@@ -188,6 +190,8 @@ def orthogonal_plan(
         j = mass / (n_o * q)
         others.append((n_o, j) if mass else (0, 0.0))
         v = hv + mass
+    if v > c2:
+        return None
     others.append((0, 0.0))
     xi = tuple(t >= start for t in range(steps))
     if weights == "final":
@@ -258,8 +262,8 @@ def orthogonal_epsilon_lower(
     return max(0.0, eps), max(0.0, point)
 
 
-_DESIGNS = tuple(
-    (lam, store, drain) for lam in (60.0, 120.0, 240.0) for store in (60, 90) for drain in (16, 32, 56)
+_DESIGNS: tuple[tuple[float, int | None, int], ...] = tuple(
+    (lam, None, drain) for lam in (60.0, 240.0) for drain in (8, 12, 16, 24, 32, 40, 48, 56, 64)
 )
 
 
@@ -278,7 +282,7 @@ def dicesgd_orthogonal_epsilon_lower(
     pilot_samples: int = 20_000,
     confidence: float = 0.99,
     seed: int = 0,
-    designs: tuple[tuple[float, int, int], ...] = _DESIGNS,
+    designs: tuple[tuple[float, int | None, int], ...] = _DESIGNS,
 ) -> tuple[float, dict]:
     """Lower bound (probability >= ``confidence`` over ``seed``) on DiceSGD's epsilon(delta) from the
     orthogonal storage instance; 0.0 when no design applies (the boundary cells).
