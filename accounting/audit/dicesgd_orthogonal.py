@@ -187,7 +187,7 @@ def orthogonal_plan(
         else:  # the mean of e2 falls linearly to 0 at F
             left = final - t - 1  # drain steps after this one
             mass = min(top, max(-top, v_drain * left / drain - hv))
-        j = mass / (n_o * q)
+        j = max(-a, min(a, mass / (n_o * q)))  # |j| <= a: every gradient norm stays <= G
         others.append((n_o, j) if mass else (0, 0.0))
         v = hv + mass
     if v > c2:
