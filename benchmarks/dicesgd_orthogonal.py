@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/dicesgd_orthogonal.py [--json] [--samples 1000000] [--seed 0]
+    PYTHONPATH=. python benchmarks/dicesgd_orthogonal.py [--json] [--samples 4000000] [--seed 0]
 
 For each (G/C1, C2/C1) of ``dptheory.figures_dicesgd`` at the DiceSGD defaults (N = 50000,
 B = 1000, 3 epochs, C1 = 1) and eps = 2, delta = 1e-5: the certified z (``dptheory.api.calibrate``),
@@ -23,7 +23,7 @@ from dptheory.figures_dicesgd import DELTA, EPS, GRID_C2, GRID_G
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", type=int, default=1_000_000, help="draws that certify the chosen test")
+    ap.add_argument("--samples", type=int, default=4_000_000, help="draws that certify the chosen test")
     ap.add_argument("--pilot-samples", type=int, default=20_000, help="draws that choose the test")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")

@@ -115,7 +115,7 @@ def _storage_lower(p) -> float:
 
 def _orthogonal_lower(p, samples: int, seed: int) -> float:
     """The orthogonal storage audit (:mod:`accounting.audit.dicesgd_orthogonal`), confidence 0.99,
-    certifying on ``10 samples`` fresh draws (more draws let it certify a deeper threshold)."""
+    certifying on ``40 samples`` fresh draws (more draws let it certify a deeper threshold)."""
     from accounting.audit.dicesgd_orthogonal import dicesgd_orthogonal_epsilon_lower
 
     eps, _ = dicesgd_orthogonal_epsilon_lower(
@@ -128,7 +128,7 @@ def _orthogonal_lower(p, samples: int, seed: int) -> float:
         batch_size=float(p.batch_size),
         grad_bound=float(p.grad_bound),
         dataset_size=int(p.dataset_size),
-        samples=max(10_000, 10 * int(samples)),
+        samples=max(10_000, 40 * int(samples)),
         pilot_samples=max(2_000, min(20_000, int(samples) // 5)),
         confidence=0.99,
         seed=seed,
