@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from dptheory.figures_dicesgd import DELTA, EPS, GRID_C2, GRID_G
 
@@ -28,8 +29,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if args.samples < 2 or args.pilot_samples < 2:
-        ap.error("--samples and --pilot-samples must be >= 2")
+    for name, value in (("--samples", args.samples), ("--pilot-samples", args.pilot_samples)):
+        if value < 2:
+            print(f"{name}: must be an integer >= 2", file=sys.stderr)
+            sys.exit(2)
     from accounting.algorithms.registry import get_algorithm
     from accounting.audit.dicesgd_orthogonal import dicesgd_orthogonal_epsilon_lower
     from dptheory import api
