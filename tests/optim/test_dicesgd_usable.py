@@ -183,9 +183,10 @@ def test_grid_cell_certified_is_above_the_audit():
     assert row["eps_certified"] <= 2.0 + 1e-9
     assert 0 < row["eps_lower"] <= row["eps_certified"]
     assert row["ratio"] >= 1.0
-    # issue 22: the row reports the better of the two audits (the storage audit does not apply here)
-    assert row["eps_lower"] == max(row["eps_lower_lattice"], row["eps_lower_storage"])
-    assert row["audit"] == "lattice" and row["eps_lower_storage"] == 0.0
+    # the row reports the best of the audits (neither storage audit applies here)
+    audits = ("eps_lower_lattice", "eps_lower_storage", "eps_lower_orthogonal")
+    assert row["eps_lower"] == max(row[k] for k in audits)
+    assert row["audit"] == "lattice" and row["eps_lower_storage"] == row["eps_lower_orthogonal"] == 0.0
 
 
 def test_figures_only_rejects_unknown_names(tmp_path, capsys):
