@@ -59,18 +59,20 @@ def main() -> None:
         for r in rows:
             print(json.dumps({**r, "conservation": not args.without_conservation}))
         return
+    from dptheory.cli.numbers import DOWN, UP, fmt  # lower bounds printed down, ratios up
+
     print(
         "| G/C1 | C2/C1 | certified z | regime | P(E^c) | lattice eps_lower | storage eps_lower "
         "| orthogonal eps_lower | certified/audit (lattice only) |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        pf = "-" if r["p_fail"] is None else f"{r['p_fail']:.2g}"
+        pf = "-" if r["p_fail"] is None else fmt(r["p_fail"], UP, 2)
         print(
             f"| {r['g_over_c1']:g} | {r['c2_over_c1']:g} | {r['z']:.4g} | {r['regime']} | {pf} | "
-            f"{r['eps_lower_lattice']:.3g} | {r['eps_lower_storage']:.3g} | "
-            f"{r['eps_lower_orthogonal']:.3g} | {r['ratio']:.3g} "
-            f"({r['ratio_lattice']:.3g}) |"
+            f"{fmt(r['eps_lower_lattice'], DOWN, 3)} | {fmt(r['eps_lower_storage'], DOWN, 3)} | "
+            f"{fmt(r['eps_lower_orthogonal'], DOWN, 3)} | {fmt(r['ratio'], UP, 3)} "
+            f"({fmt(r['ratio_lattice'], UP, 3)}) |"
         )
 
 

@@ -78,17 +78,19 @@ def main() -> None:
         for r in rows:
             print(json.dumps(r))
         return
+    from dptheory.cli.numbers import DOWN, UP, fmt  # lower bounds printed down, ratios up
+
     print("| G/C1 | C2/C1 | certified z | regime | orthogonal eps_lower | point estimate | certified/audit |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if not r["applicable"]:
             low = "n/a"
         else:
-            low = f"{r['eps_lower_orthogonal']:.3g}"
+            low = fmt(r["eps_lower_orthogonal"], DOWN, 3)
         point = f"{r['point_estimate']:.3g}" if r["applicable"] else "-"
         print(
             f"| {r['g_over_c1']:g} | {r['c2_over_c1']:g} | {r['z']:.4g} | {r['regime']} | {low} | {point} "
-            f"| {r['ratio_orthogonal']:.3g} |"
+            f"| {fmt(r['ratio_orthogonal'], UP, 3)} |"
         )
 
 
