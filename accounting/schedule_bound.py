@@ -60,6 +60,10 @@ SMOOTH_MIN_STEPS = 500
 #: Lattice ratio of the integer-order pass that selects the fractional orders worth evaluating.
 _SELECT_RATIO = 1.1
 _EPS = np.finfo(float).eps
+#: Rounding allowance of an evaluated per-step value, in ulps per unit of ``order + 8`` (the
+#: evaluation sums ~order nonnegative terms, each addition rounding by half an ulp): used only
+#: by the bracket's lower end, where chord slopes over narrow cells amplify it.
+_VALUE_ULPS = 8.0
 
 
 #: Exact per-step values keyed by ``(q, sigma)``, each ``{order: value}``: order-wise, so that calls
@@ -217,14 +221,23 @@ def _lower_cells_of_kind(
             else:
                 dphi = np.maximum(vals[:-1] - vals[1:], 0.0)  # RDP difference per cell
                 phi_hi, phi_lo_ = vals[1:], vals[:-1]
-            slope = dphi / ds  # cell j's chord slope in s (>= 0)
+            # rounding allowances: each value within err of the truth, each S_j within s_err; the
+            # slopes' intervals widen by (err_j + err_{j+1}) / ds, which is what keeps a narrow
+            # neighbour cell (ds of a few ulps) from extrapolating its rounding noise
+            err = _VALUE_ULPS * (o + 8.0) * _EPS * np.abs(np.vstack([phi_lo_[:1], phi_hi]))
+            s_err = (4.0 * _EPS * big_s[:-1])[:, None]
+            ds_lo, ds_hi = np.maximum(ds - s_err, 0.0), ds + s_err
+            pair_err = err[:-1] + err[1:]
+            slope_lo = np.maximum(dphi - pair_err, 0.0) / ds_hi  # cell j's chord slope in s, bracketed
+            slope_hi = (dphi + pair_err) / ds_lo  # (+inf for a cell narrower than its rounding)
             # l1 on cell j uses cell j+1's slope: l1(1) = phi_{j+1} + ds_j m_{j+1}
             inc1 = np.zeros_like(mono)
-            inc1[:-1] = ds[:-1] * slope[1:]
+            inc1[:-1] = ds_lo[:-1] * slope_lo[1:]
             inc2 = np.full_like(mono, np.inf)  # l2(0) = phi_j - ds_j m_{j-1}
-            inc2[1:] = ds[1:] * slope[:-1]
-            l1_0, l1_1 = phi_hi, phi_hi + inc1
-            l2_0, l2_1 = phi_lo_ - inc2, phi_lo_
+            inc2[1:] = ds_hi[1:] * slope_hi[:-1]
+            base_hi, base_lo = phi_hi - err[1:], phi_lo_ - err[:-1]
+            l1_0, l1_1 = base_hi, base_hi + inc1
+            l2_0, l2_1 = base_lo - inc2, base_lo
             for p0, p1 in ((l1_0, l1_1), (l2_0, l2_1)):
                 if phi_is_a:
                     ok = p0 > 0

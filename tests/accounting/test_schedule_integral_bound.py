@@ -113,6 +113,60 @@ def test_bound_dominates_exact_evaluation(name, log_q, log_base, steps, rho, rat
         assert e_bound >= e_exact * (1 - REL)
 
 
+def _assert_bracket_holds(name, q, base, steps, rho, ratio, budget, delta, coarse) -> None:
+    """At every integer order the bracket's lower end ``upper - gap`` is <= the exact sum."""
+    with coarse_bounds() if coarse else contextlib.nullcontext():
+        curve = smooth_schedule_rdp(
+            name, q, base, steps, ORDERS, rho=rho, ratio=ratio, budget=budget, delta=delta
+        )
+    raw = _exact(name, q, base, steps, rho, ORDERS)
+    gaps = dict(curve.bounded)
+    for o, up, ex in zip(ORDERS, curve.rdp, raw.rdp, strict=True):
+        if o == int(o) and np.isfinite(up) and np.isfinite(ex):
+            assert up >= ex * (1 - REL), (o, up, ex)
+            assert up - gaps[float(o)] <= ex * (1 + 1e-9) + 1e-300, (o, up, gaps[float(o)], ex)
+
+
+def _snapped(name: str, base: float, steps: int, rho: float, ratio: float, top: bool) -> float:
+    """``base`` rescaled so that sigma_T (or sigma_1 if ``top``) lands within rounding of a point
+    ``ratio**j`` of the anchored lattice: the lattice then has a cell a few ulps wide."""
+    ends = noise_multipliers(name, base, steps, rho=rho)
+    end = float(ends[0] if top else ends[-1])
+    return base * ratio ** round(math.log(end) / math.log(ratio)) / end
+
+
+def test_bracket_holds_next_to_a_lattice_point_one_ulp_from_sigma_t():
+    """T = 3, exp: the coarse lattice has a point one ulp above sigma_T, a cell one ulp wide,
+    whose chord slope is rounding noise (3 ulps of the value over 1 ulp of s: 0.75 where the
+    true slope is 0.855); extended over the next cell it put the lower end 0.0047 above the
+    exact sum at order 2 (with a gap of 1.7e-16)."""
+    _assert_bracket_holds("exp", math.exp(-1.0), 1.0, 3, 1.25, 1.003, 0, None, True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(SMOOTH_SCHEDULES),
+    log_q=st.floats(math.log(0.05), 0.0),
+    log_base=st.floats(math.log(0.3), math.log(5.0)),
+    steps=st.integers(2, 10),
+    rho=st.floats(1.01, 30.0),
+    ratio=st.sampled_from([1.003, 1.05, 1.3, 3.0]),
+    budget=st.sampled_from([0, 24]),
+    coarse=st.booleans(),
+    snap=st.sampled_from([None, False, True]),
+)
+def test_bracket_holds_for_few_steps_and_large_q(
+    name, log_q, log_base, steps, rho, ratio, budget, coarse, snap
+):
+    """Few steps, few and uneven cells, and (``snap``) a lattice point within rounding of sigma_T
+    or sigma_1: where narrow cells' slopes are least reliable, the bracket still holds the exact
+    sum."""
+    base = math.exp(log_base)
+    if snap is not None:  # the lattice's ratio: coarse_bounds() takes at least its own 1.25
+        base = _snapped(name, base, steps, rho, max(ratio, 1.25) if coarse else ratio, snap)
+    _assert_bracket_holds(name, math.exp(log_q), base, steps, rho, ratio, budget, None, coarse)
+
+
 @settings(max_examples=20, deadline=None)
 @given(
     name=st.sampled_from(SMOOTH_SCHEDULES),
