@@ -49,6 +49,7 @@ from accounting.algorithms.base import (
     result_epsilon,
 )
 from accounting.errors import InvalidParameter
+from accounting.printed import UP, fmt
 
 _SRC = "DiceSGD paper Sec. 4 / Table 2: CIFAR-10, ViT-small fine-tuning"
 READINGS = ("c2", "proof")
@@ -113,22 +114,12 @@ def theorem37_noise_multiplier(
     return sigma1 * batch_size / c1
 
 
-def _up3(x: float) -> str:
-    """``x`` with 3 significant digits, rounded up (P(E^c) is an upper bound, so is what is printed)."""
-    if not math.isfinite(x) or x <= 0:
-        return f"{x:.3g}"
-    text = f"{x:.3g}"
-    while float(text) < x:  # one step of the last printed digit up (twice at most, float rounding)
-        text = f"{float(text) + 10 ** (math.floor(math.log10(float(text))) - 2):.3g}"
-    return text
-
-
 def _p_fail_text(flush: dict) -> str:
     if flush["k_max"] is None:
         return "P(E^c) = 0 (rho = 0)"
     if flush["p_fail"] == 0.0:
         return "P(E^c) = 0 or below 1e-300 (covered by the 1e-12 cut of delta_RDP)"
-    return f"P(E^c) <= {_up3(flush['p_fail'])}"
+    return f"P(E^c) <= {fmt(flush['p_fail'], UP, 3)}"
 
 
 #: What the conservation regime assumes beyond the mechanism (docs/hidden-state.md, "Assumptions of
@@ -428,7 +419,7 @@ class DiceSGD(Algorithm):
                 )
             if flush is not None:
                 why = (
-                    f"P(E^c) <= {_up3(flush['p_fail'])} is not below delta = {p.delta:.3g}"
+                    f"P(E^c) <= {fmt(flush['p_fail'], UP, 3)} is not below delta = {p.delta:.3g}"
                     if not flush["p_fail"] < p.delta
                     else f"it gives eps = {flush['epsilon']:.6g}, larger"
                 )

@@ -418,8 +418,9 @@ def test_printed_p_fail_is_rounded_up():
     """P(E^c) bounds a failure probability from above, so its 3-digit text is never below it."""
     import random
 
-    from accounting.algorithms.dicesgd import _up3
+    from accounting.algorithms.dicesgd import _p_fail_text
 
     rng = random.Random(0)
     for x in [1.23449e-7, 0.12351, 9.996e-5, 0.9999, 1.0] + [10 ** rng.uniform(-300, 0) for _ in range(2000)]:
-        assert x <= float(_up3(x)) <= x * 1.011
+        text = _p_fail_text({"k_max": 1, "p_fail": x}).removeprefix("P(E^c) <= ")
+        assert x <= float(text) <= x * 1.011
