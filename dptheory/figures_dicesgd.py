@@ -95,11 +95,9 @@ def certified_vs_audit_grid(
     return rows
 
 
-def _storage_lower(p) -> float:
-    """The stored-residual audit (:mod:`accounting.audit.dicesgd_storage`) at the resolved parameters."""
-    from accounting.audit.dicesgd_storage import dicesgd_storage_epsilon_lower
-
-    eps, _ = dicesgd_storage_epsilon_lower(
+def _instance(p) -> dict:
+    """The resolved parameters both storage audits take, as plain numbers."""
+    return dict(
         sample_rate=float(p.sample_rate),
         noise_multiplier=float(p.noise_multiplier),
         steps=int(p.steps),
@@ -110,6 +108,15 @@ def _storage_lower(p) -> float:
         grad_bound=float(p.grad_bound),
         dataset_size=int(p.dataset_size),
     )
+
+
+def _storage_lower(p) -> float:
+    """The stored-residual audit (:mod:`accounting.audit.dicesgd_storage`) at the resolved parameters."""
+    from accounting.audit.dicesgd_storage import dicesgd_storage_epsilon_lower
+
+    eps, _ = dicesgd_storage_epsilon_lower(
+        **_instance(p),
+    )
     return eps
 
 
@@ -119,15 +126,7 @@ def _orthogonal_lower(p, samples: int, seed: int) -> float:
     from accounting.audit.dicesgd_orthogonal import dicesgd_orthogonal_epsilon_lower
 
     eps, _ = dicesgd_orthogonal_epsilon_lower(
-        sample_rate=float(p.sample_rate),
-        noise_multiplier=float(p.noise_multiplier),
-        steps=int(p.steps),
-        delta=float(p.delta),
-        c1=float(p.c1),
-        c2=float(p.c2),
-        batch_size=float(p.batch_size),
-        grad_bound=float(p.grad_bound),
-        dataset_size=int(p.dataset_size),
+        **_instance(p),
         samples=max(10_000, 40 * int(samples)),
         pilot_samples=max(2_000, min(20_000, int(samples) // 5)),
         confidence=0.99,
