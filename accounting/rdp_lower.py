@@ -18,17 +18,20 @@ room to spare, and 1e-10 relative more.  Derivation and rounding: ``docs/rdp-num
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["event_lower_rdp", "lower_rdp_steps"]
+__all__ = ["event_lower_function", "event_lower_rdp", "lower_rdp_steps", "step_lower_function"]
 
 _ULP = 2.0**-52
 #: Largest index of the polynomial terms (the sums of step 3); larger orders use the top moment.
 _MAX_TERMS = 24
 #: Orders above this use the top moment only (their coefficients would exceed double range).
 _MAX_POLY_ORDER = 1.0e4
+#: Moments more than this (in log) below the shared shift may come out of exp subnormal.
+_SHIFT_FLOOR = 600.0
 #: Relative margin taken off the composed bound on top of the rounding allowances.
 _MARGIN = 1e-10
 
@@ -43,61 +46,156 @@ def _coefficients(orders: np.ndarray, n_terms: int) -> np.ndarray:
     return c
 
 
+class _StepMoments:
+    """The order-independent part of :func:`_log_a_lower` for fixed steps (rows ``0 < q < 1``,
+    finite ``s > 0``): the shifted moments ``exp(g_i - M)`` and the rounding scale.  Order
+    screening asks for bounds several times on the same steps; this is computed once."""
+
+    def __init__(self, q: np.ndarray, s: np.ndarray) -> None:
+        self.idx = np.arange(_MAX_TERMS + 1, dtype=float)
+        self.l1q = np.log1p(-q)
+        lq = np.log(q)
+        self.lr = (lq - self.l1q)[:, None]
+        self.ss = s[:, None]
+        self.size_r = (np.abs(lq) + np.abs(self.l1q))[:, None]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g = self.idx * self.lr + (self.idx * self.idx - self.idx) * self.ss  # (steps, terms)
+            self.g = g
+            self.gmax = np.maximum.accumulate(g, axis=1)  # max of g_0..g_i
+            self.m = g.max(axis=1, keepdims=True)
+            self.w = np.exp(g - self.m)
+            # size of every quantity whose rounding enters a term (step "Rounding" of the docstring)
+            top_i = float(_MAX_TERMS)
+            self.scale = top_i * self.size_r + (top_i * top_i) * self.ss + np.abs(self.m) + 1.0
+
+    def log_a_lower(self, orders: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+        """Lower bound on ``log A`` per step of ``rows`` and order (columns)."""
+        n = np.floor(orders)
+        frac = orders != n
+        poly = orders <= _MAX_POLY_ORDER
+        k_top = np.where(poly, np.minimum(n - 1.0, _MAX_TERMS), 0.0)  # K of step 3 (sum i <= K)
+        with_n = poly & (n <= _MAX_TERMS)  # the max(C_n t^n, t^alpha) alternative applies
+        signed = poly & frac & (n + 2.0 <= _MAX_TERMS)  # P_A applies
+        n_terms = _MAX_TERMS + 1
+        idx = self.idx
+        coef = _coefficients(orders, n_terms)
+        c_b = np.where(idx[:, None] <= k_top[None, :], coef, 0.0)
+        c_a = np.where(signed[None, :] & (idx[:, None] <= n[None, :] + 2.0), coef, 0.0)
+        c_n = np.where(with_n, coef[np.minimum(n, _MAX_TERMS).astype(int), np.arange(orders.size)], 0.0)
+
+        l1q, lr, ss, size_r = self.l1q[rows], self.lr[rows], self.ss[rows], self.size_r[rows]
+        m, w, scale = self.m[rows], self.w[rows], self.scale[rows]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            g_top = orders * lr + (orders * orders - orders) * ss  # (steps, orders)
+            scale_top = orders * size_r + (orders * orders) * ss + np.abs(m) + 1.0
+            rel = 4.0 * (16.0 * _ULP * np.maximum(scale, scale_top) + (2.0 * n_terms + 8.0) * _ULP)
+
+            sum_b = w @ c_b
+            tn = w[:, np.minimum(n, _MAX_TERMS).astype(int)] * c_n
+            tt = np.exp(g_top - m)  # may overflow to inf: then the log-space branch below decides
+            head = np.maximum(tn, tt)
+            p_b = (sum_b + head) * (1.0 - rel)
+            log_b = m + np.log(p_b)
+            # top moment far above the others (tt = inf, or p_b overflowing): log(t^alpha) alone
+            log_top = g_top + np.log1p(-rel)
+            log_b = np.where(np.isfinite(log_b), np.maximum(log_b, log_top), log_top)
+
+            # The shift m is the largest of all _MAX_TERMS + 1 moments; where the moments an order
+            # uses lie far below it (tiny q, small noise: g_i grows like i^2 s), they come out of
+            # exp subnormal, with too few bits for the rounding allowance (q = 1e-6, sigma = 0.5,
+            # alpha = 10 gave 9e-9 relative above the true RDP).  There both sums are recomputed in
+            # log space, each around its own largest term.
+            k_used = np.where(signed, n + 2.0, np.where(with_n, n, k_top)).astype(int)
+            g_used = np.maximum(g_top, self.gmax[rows][:, k_used])
+            sub = ~(g_used - m >= -_SHIFT_FLOOR)
+            if signed.any():
+                p_a = w @ c_a - rel * (w @ np.abs(c_a))
+                log_a = np.where(signed[None, :] & (p_a > 0.0), m + np.log(p_a), -np.inf)
+                best = np.maximum(log_a, log_b)
+            else:  # integer orders only (P_A is for fractional ones): the same value, two products less
+                best = log_b
+            if sub.any():
+                logs = self._log_space(sub, rows, orders, g_top, (c_b, c_a, c_n), n, k_top, with_n, signed)
+                best = np.where(sub, logs, best)
+            out = orders * l1q[:, None] + best
+            # the final additions round by ulps of their parts
+            out = out - 4.0 * _ULP * (np.abs(orders * l1q[:, None]) + np.abs(best) + 1.0)
+        return np.where(np.isfinite(out), np.maximum(out, 0.0), 0.0)
+
+    def _log_space(
+        self,
+        sub: np.ndarray,
+        rows: slice,
+        orders: np.ndarray,
+        g_top: np.ndarray,
+        coefs: tuple[np.ndarray, np.ndarray, np.ndarray],
+        n: np.ndarray,
+        k_top: np.ndarray,
+        with_n: np.ndarray,
+        signed: np.ndarray,
+    ) -> np.ndarray:
+        """``max(log P_A, log P_B)`` (rounding taken off) at the entries ``sub`` (rows, orders),
+        each sum shifted by its own largest exponent, so its largest term is exactly 1 and none
+        that matters is subnormal; NaN elsewhere.  The rounding allowance is ``rel``'s, with
+        the shift and the terms actually summed in place of ``m`` and all _MAX_TERMS + 1 terms,
+        and 64 ulp of ``|log |C_i|| + 1`` more for the coefficients now in the exponents."""
+        c_b, c_a, c_n = coefs
+        g = self.g[rows]
+        size_r, ss = self.size_r[rows], self.ss[rows]
+        n_terms = _MAX_TERMS + 1
+        out = np.full(sub.shape, np.nan)
+        for j in np.flatnonzero(sub.any(axis=0)):
+            f = np.flatnonzero(sub[:, j])
+            a = float(orders[j])
+            k = int(n[j] + 2.0) if signed[j] else int(k_top[j])
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                coef = c_a[: k + 1, j] if signed[j] else c_b[: k + 1, j]
+                lc = np.log(np.abs(coef))
+                terms = g[np.ix_(f, np.arange(k + 1))] + lc
+                head = g_top[f, j]
+                if with_n[j] and not signed[j]:
+                    head = np.maximum(head, g[f, int(n[j])] + np.log(c_n[j]))
+                shift = np.maximum(terms.max(axis=1), head)
+                kk = float(max(k, min(n[j], _MAX_TERMS)))
+                scale = kk * size_r[f, 0] + (kk * kk) * ss[f, 0] + np.abs(shift) + 1.0
+                scale_top = a * size_r[f, 0] + (a * a) * ss[f, 0] + np.abs(shift) + 1.0
+                rel = 4.0 * (16.0 * _ULP * np.maximum(scale, scale_top) + (2.0 * n_terms + 8.0) * _ULP)
+                rel = rel + 64.0 * _ULP * (float(np.max(np.abs(lc[np.isfinite(lc)]), initial=0.0)) + 1.0)
+                e = np.exp(terms - shift[:, None])
+                top = g_top[f, j] + np.log1p(-rel)
+                if signed[j]:
+                    p = e @ np.sign(coef) - rel * e.sum(axis=1)
+                    val = np.where(p > 0.0, shift + np.log(p), -np.inf)
+                else:
+                    p = (e.sum(axis=1) + np.exp(head - shift)) * (1.0 - rel)
+                    val = shift + np.log(p)
+                val = np.where(np.isfinite(val) | (val == -np.inf), val, -np.inf)
+                if signed[j]:
+                    # P_B as well (the top moment plus the polynomial of degree K): the larger
+                    k2 = int(k_top[j])
+                    t2 = g[np.ix_(f, np.arange(k2 + 1))] + np.log(c_b[: k2 + 1, j])
+                    h2 = g_top[f, j]
+                    if with_n[j]:
+                        h2 = np.maximum(h2, g[f, int(n[j])] + np.log(c_n[j]))
+                    sh2 = np.maximum(t2.max(axis=1), h2)
+                    p2 = (np.exp(t2 - sh2[:, None]).sum(axis=1) + np.exp(h2 - sh2)) * (1.0 - rel)
+                    v2 = sh2 + np.log(p2)
+                    val = np.maximum(val, np.where(np.isfinite(v2), v2, -np.inf))
+            out[f, j] = np.maximum(val, top)
+        return out
+
+
 def _log_a_lower(q: np.ndarray, s: np.ndarray, orders: np.ndarray) -> np.ndarray:
     """Lower bound on ``log A`` per step (rows, ``0 < q < 1``, finite ``s > 0``) and order (columns)."""
-    n = np.floor(orders)
-    frac = orders != n
-    poly = orders <= _MAX_POLY_ORDER
-    k_top = np.where(poly, np.minimum(n - 1.0, _MAX_TERMS), 0.0)  # K of step 3 (sum i <= K)
-    with_n = poly & (n <= _MAX_TERMS)  # the max(C_n t^n, t^alpha) alternative applies
-    signed = poly & frac & (n + 2.0 <= _MAX_TERMS)  # P_A applies
-    n_terms = _MAX_TERMS + 1
-    idx = np.arange(n_terms, dtype=float)
-    coef = _coefficients(orders, n_terms)
-    c_b = np.where(idx[:, None] <= k_top[None, :], coef, 0.0)
-    c_a = np.where(signed[None, :] & (idx[:, None] <= n[None, :] + 2.0), coef, 0.0)
-    c_n = np.where(with_n, coef[np.minimum(n, _MAX_TERMS).astype(int), np.arange(orders.size)], 0.0)
-
-    lq, l1q = np.log(q), np.log1p(-q)
-    lr = (lq - l1q)[:, None]
-    ss = s[:, None]
-    size_r = (np.abs(lq) + np.abs(l1q))[:, None]
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        g = idx * lr + (idx * idx - idx) * ss  # (steps, terms)
-        m = g.max(axis=1, keepdims=True)
-        w = np.exp(g - m)
-        # size of every quantity whose rounding enters a term (step "Rounding" of the docstring)
-        top_i = float(_MAX_TERMS)
-        scale = top_i * size_r + (top_i * top_i) * ss + np.abs(m) + 1.0
-        g_top = orders * lr + (orders * orders - orders) * ss  # (steps, orders)
-        scale_top = orders * size_r + (orders * orders) * ss + np.abs(m) + 1.0
-        rel = 4.0 * (16.0 * _ULP * np.maximum(scale, scale_top) + (2.0 * n_terms + 8.0) * _ULP)
-
-        sum_b = w @ c_b
-        tn = w[:, np.minimum(n, _MAX_TERMS).astype(int)] * c_n
-        tt = np.exp(g_top - m)  # may overflow to inf: then the log-space branch below decides
-        head = np.maximum(tn, tt)
-        p_b = (sum_b + head) * (1.0 - rel)
-        log_b = m + np.log(p_b)
-        # top moment far above the others (tt = inf, or p_b overflowing): log(t^alpha) alone
-        log_top = g_top + np.log1p(-rel)
-        log_b = np.where(np.isfinite(log_b), np.maximum(log_b, log_top), log_top)
-
-        p_a = w @ c_a - rel * (w @ np.abs(c_a))
-        log_a = np.where(signed[None, :] & (p_a > 0.0), m + np.log(p_a), -np.inf)
-
-        best = np.maximum(log_a, log_b)
-        out = orders * l1q[:, None] + best
-        # the final additions round by ulps of their parts
-        out = out - 4.0 * _ULP * (np.abs(orders * l1q[:, None]) + np.abs(best) + 1.0)
-    return np.where(np.isfinite(out), np.maximum(out, 0.0), 0.0)
+    return _StepMoments(q, s).log_a_lower(orders)
 
 
-def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts: Any = 1) -> np.ndarray:
-    """A lower bound on the composed RDP, at each order > 1, of Poisson-subsampled Gaussian
-    steps ``(sample_rate, noise_multiplier)`` (broadcast together), each composed ``counts``
-    times; 0 where no bound is available (the module docstring gives the derivation)."""
-    o = np.asarray(orders, dtype=float).reshape(-1)
+def step_lower_function(
+    sample_rate: Any, noise_multiplier: Any, counts: Any = 1
+) -> Callable[[Any], np.ndarray]:
+    """``orders -> lower_rdp_steps(sample_rate, noise_multiplier, orders, counts)``, with the
+    steps grouped and their moments computed once (the same values, for callers that ask
+    about several order subsets of one composition)."""
     q, z, c = np.broadcast_arrays(
         np.asarray(sample_rate, dtype=float),
         np.asarray(noise_multiplier, dtype=float),
@@ -106,13 +204,9 @@ def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts
     q, z, c = q.reshape(-1), z.reshape(-1), c.reshape(-1)
     with np.errstate(divide="ignore", over="ignore"):
         s = 0.5 / (z * z)
-    total = np.zeros(o.size)
-    n_adds = 0
-    ok_o = np.isfinite(o) & (o > 1.0)
-    if not ok_o.any():
-        return total
-    oo = o[ok_o]
     sub = np.flatnonzero((q > 0.0) & (q < 1.0) & np.isfinite(s) & (s > 0.0) & (c > 0.0))
+    moments: _StepMoments | None = None
+    weight = np.zeros(0)
     if sub.size:
         # one row per distinct (q, s): schedules repeat few pairs, and the rows cost the same
         if np.all(q[sub] == q[sub[0]]):  # one rate (the usual schedule): a 1-d unique is cheaper
@@ -121,25 +215,47 @@ def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts
         else:
             pairs, inv = np.unique(np.stack([q[sub], s[sub]], axis=1), axis=0, return_inverse=True)
         weight = np.bincount(inv.reshape(-1), weights=c[sub], minlength=pairs.shape[0])
-        per = max(1, (1 << 20) // max(1, oo.size))
-        for a in range(0, pairs.shape[0], per):
-            la = _log_a_lower(pairs[a : a + per, 0], pairs[a : a + per, 1], oo)
-            total[ok_o] += weight[a : a + per] @ la
-            n_adds += pairs[a : a + per].shape[0] + 1
+        moments = _StepMoments(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]))
     full = np.flatnonzero((q == 1.0) & np.isfinite(s) & (c > 0.0))
-    if full.size:
-        # plain Gaussian: log A = alpha (alpha - 1) s exactly; s = 1/(2 sigma^2) rounds by 2 ulp
-        total[ok_o] += float(np.sum(c[full] * s[full])) * (oo * (oo - 1.0)) * (1.0 - 8.0 * _ULP)
-        n_adds += full.size + 1
-    with np.errstate(invalid="ignore"):
-        res = total / np.where(ok_o, o - 1.0, 1.0)
-        res = res * (1.0 - (n_adds + 4.0) * _ULP) * (1.0 - _MARGIN)
-    return np.where(ok_o & np.isfinite(res), np.maximum(res, 0.0), 0.0)
+    full_sum = float(np.sum(c[full] * s[full])) if full.size else 0.0
+
+    def lower(orders: Any) -> np.ndarray:
+        o = np.asarray(orders, dtype=float).reshape(-1)
+        total = np.zeros(o.size)
+        n_adds = 0
+        ok_o = np.isfinite(o) & (o > 1.0)
+        if not ok_o.any():
+            return total
+        oo = o[ok_o]
+        if moments is not None:
+            n_rows = weight.size
+            per = max(1, (1 << 20) // max(1, oo.size))
+            for a in range(0, n_rows, per):
+                la = moments.log_a_lower(oo, slice(a, a + per))
+                total[ok_o] += weight[a : a + per] @ la
+                n_adds += min(per, n_rows - a) + 1
+        if full.size:
+            # plain Gaussian: log A = alpha (alpha - 1) s exactly; s = 1/(2 sigma^2) rounds by 2 ulp
+            total[ok_o] += full_sum * (oo * (oo - 1.0)) * (1.0 - 8.0 * _ULP)
+            n_adds += full.size + 1
+        with np.errstate(invalid="ignore"):
+            res = total / np.where(ok_o, o - 1.0, 1.0)
+            res = res * (1.0 - (n_adds + 4.0) * _ULP) * (1.0 - _MARGIN)
+        return np.where(ok_o & np.isfinite(res), np.maximum(res, 0.0), 0.0)
+
+    return lower
 
 
-def event_lower_rdp(event: Any, orders: np.ndarray) -> np.ndarray:
-    """:func:`lower_rdp_steps` of a composition of (subsampled) Gaussian events (those
-    :func:`accounting.order_screen.screenable` accepts); zeros for any other event."""
+def lower_rdp_steps(sample_rate: Any, noise_multiplier: Any, orders: Any, counts: Any = 1) -> np.ndarray:
+    """A lower bound on the composed RDP, at each order > 1, of Poisson-subsampled Gaussian
+    steps ``(sample_rate, noise_multiplier)`` (broadcast together), each composed ``counts``
+    times; 0 where no bound is available (the module docstring gives the derivation)."""
+    return step_lower_function(sample_rate, noise_multiplier, counts)(orders)
+
+
+def event_lower_function(event: Any) -> Callable[[Any], np.ndarray]:
+    """``orders -> event_lower_rdp(event, orders)``, with each part's steps prepared once
+    (:func:`step_lower_function`)."""
     from accounting.events import (
         ComposedEvent,
         GaussianEvent,
@@ -148,16 +264,31 @@ def event_lower_rdp(event: Any, orders: np.ndarray) -> np.ndarray:
         SubsampledGaussianEvent,
     )
 
-    o = np.asarray(orders, dtype=float)
     if isinstance(event, GaussianEvent):
-        return lower_rdp_steps(1.0, event.effective_noise_multiplier, o)
+        return step_lower_function(1.0, event.effective_noise_multiplier)
     if isinstance(event, SubsampledGaussianEvent):
-        return lower_rdp_steps(event.sample_rate, event.noise_multiplier, o)
+        return step_lower_function(event.sample_rate, event.noise_multiplier)
     if isinstance(event, ScheduleEvent):
-        return lower_rdp_steps(*event.step_arrays, o)
+        return step_lower_function(*event.step_arrays)
     if isinstance(event, SelfComposedEvent):
-        return event.count * event_lower_rdp(event.event, o) * (1.0 - 2.0 * _ULP)
+        inner = event_lower_function(event.event)
+        count = event.count
+        return lambda orders: count * inner(np.asarray(orders, dtype=float)) * (1.0 - 2.0 * _ULP)
     if isinstance(event, ComposedEvent):
-        parts = [event_lower_rdp(e, o) for e in event.events]
-        return np.sum(parts, axis=0) * (1.0 - (len(parts) + 2.0) * _ULP) if parts else np.zeros(o.shape)
-    return np.zeros(o.shape)
+        fns = [event_lower_function(e) for e in event.events]
+
+        def composed(orders: Any) -> np.ndarray:
+            o = np.asarray(orders, dtype=float)
+            parts = [f(o) for f in fns]
+            if not parts:
+                return np.zeros(o.shape)
+            return np.sum(parts, axis=0) * (1.0 - (len(parts) + 2.0) * _ULP)
+
+        return composed
+    return lambda orders: np.zeros(np.asarray(orders, dtype=float).shape)
+
+
+def event_lower_rdp(event: Any, orders: np.ndarray) -> np.ndarray:
+    """:func:`lower_rdp_steps` of a composition of (subsampled) Gaussian events (those
+    :func:`accounting.order_screen.screenable` accepts); zeros for any other event."""
+    return event_lower_function(event)(np.asarray(orders, dtype=float))

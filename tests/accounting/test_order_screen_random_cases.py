@@ -12,6 +12,7 @@ from accounting.conversion import EpsilonResult, rdp_to_epsilon
 from accounting.events import ScheduleEvent, SelfComposedEvent, SubsampledGaussianEvent
 from accounting.order_screen import event_epsilon, event_floor, screened_epsilon
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS
+from accounting.rdp_lower import event_lower_function
 from accounting.validate import InvalidParameter
 from tests._screen_checks import REL as _REL
 from tests._screen_checks import assert_matches_whole_curve, without_dropped
@@ -40,25 +41,27 @@ def _random_case(rng: np.random.Generator) -> tuple[ScheduleEvent, np.ndarray, f
     return ScheduleEvent(q, tuple(z.tolist())), np.asarray(orders, dtype=float), delta, method
 
 
-def _spied(event, orders, delta, method) -> tuple[EpsilonResult, set[float]]:
-    """The screened result and the orders it evaluated."""
+def _spied(event, orders, delta, method, with_bound=False) -> tuple[EpsilonResult, set[float]]:
+    """The screened result and the orders it evaluated (``with_bound``: screening also uses the
+    closed-form lower bound, as :func:`event_epsilon` does)."""
     seen: set[float] = set()
 
     def evaluate(o):
         seen.update(np.asarray(o, dtype=float).tolist())
         return event.rdp(o)
 
-    got = screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event))
+    lower = event_lower_function(event) if with_bound else None
+    got = screened_epsilon(evaluate, orders, delta, method=method, floor=event_floor(event), lower=lower)
     return got, seen
 
 
-def assert_same_as_whole_curve(event, orders, delta, method="improved") -> None:
+def assert_same_as_whole_curve(event, orders, delta, method="improved", with_bound=False) -> None:
     """The screened result is the whole curve's: the same epsilon to rounding, the same order,
     the same warnings -- except that orders the whole curve drops but screening never evaluated
     (proven non-optimal, see the module docstring) are not reported as dropped."""
     curve = event.rdp(orders)
     full = rdp_to_epsilon(curve, delta, method=method)
-    got, seen = _spied(event, orders, delta, method)
+    got, seen = _spied(event, orders, delta, method, with_bound)
     dropped = {o for o, _ in curve.dropped}
     expected = without_dropped(full.warnings) if dropped and not dropped & seen else full.warnings
     assert_matches_whole_curve(full, got, (expected,))
@@ -70,6 +73,16 @@ def test_seeded_random_cases_same_order_and_warnings() -> None:
     rng = np.random.default_rng(20261124)
     for _ in range(80):
         assert_same_as_whole_curve(*_random_case(rng))
+
+
+def test_seeded_random_cases_with_the_closed_form_bound() -> None:
+    """The first 40 of those cases screened with the closed-form bound (:func:`event_epsilon`'s
+    route: the first round starts at the integer order that the bound points at, and the bound
+    rules integer candidates out too); the slow test runs 2000 more."""
+    rng = np.random.default_rng(20261124)
+    for _ in range(40):
+        event, orders, delta, method = _random_case(rng)
+        assert_same_as_whole_curve(event, orders, delta, method, with_bound=True)
 
 
 def _near_tie_case(rng: np.random.Generator) -> tuple[SelfComposedEvent, np.ndarray, float]:
@@ -91,10 +104,19 @@ def test_seeded_near_ties_same_order() -> None:
         assert_same_as_whole_curve(*_near_tie_case(rng))
 
 
+def test_seeded_near_ties_with_the_closed_form_bound() -> None:
+    """The first 100 of those near ties screened with the closed-form bound: where neighbouring
+    orders are within 0.1%, a first round chosen from the bound must still end at the whole
+    curve's order (the slow test runs 2000 more)."""
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        assert_same_as_whole_curve(*_near_tie_case(rng), with_bound=True)
+
+
 @pytest.mark.slow
 def test_seeded_random_cases_many() -> None:
     """The same on cases 80-199 of the default test's stream, then 2000 other random cases and
-    2000 near ties (about 2 min; ``-m slow``)."""
+    2000 near ties, each screened without and with the closed-form bound (``-m slow``)."""
     rng = np.random.default_rng(20261124)
     for k in range(200):
         case = _random_case(rng)
@@ -102,9 +124,13 @@ def test_seeded_random_cases_many() -> None:
             assert_same_as_whole_curve(*case)
     rng = np.random.default_rng(7)
     for _ in range(2000):
-        assert_same_as_whole_curve(*_random_case(rng))
+        case = _random_case(rng)
+        assert_same_as_whole_curve(*case)
+        assert_same_as_whole_curve(*case, with_bound=True)
     for _ in range(2000):
-        assert_same_as_whole_curve(*_near_tie_case(rng))
+        case = _near_tie_case(rng)
+        assert_same_as_whole_curve(*case)
+        assert_same_as_whole_curve(*case, with_bound=True)
 
 
 def _check_lower_bounds_every_round(monkeypatch, event, orders, delta, method) -> int:
