@@ -30,6 +30,8 @@ _FRAC_MAX_TERMS = 4096
 _DENSE_BUDGET = 1 << 24
 _DENSE_MAX_ORDER = 128
 _DENSE_MAX_ROWS = 64
+# Dominant-term search: test every (row, order) pair in one call up to this many pairs.
+_TOP_TABLE = 1 << 16
 
 
 def _top_ok(
@@ -164,12 +166,30 @@ def evaluate_steps(
             # Monotone in s: sort by s descending, binary-search the dominated prefix per order.
             rows = rows[np.argsort(-s[rows], kind="stable")]
             m = rows.size
+            table = None
+            if m * n_ord <= _TOP_TABLE:
+                # every (row, order) test at once; the search below then only looks them up (the
+                # same prefixes as testing at each probe, in a tenth of the array calls)
+                table = _top_ok(
+                    lq_g,
+                    l1q_g,
+                    s[rows, None],
+                    sig[rows, None],
+                    orders[None, :],
+                    is_int[None, :],
+                    log_s0[None, :],
+                )
             lo, hi = np.zeros(n_ord, dtype=np.int64), np.full(n_ord, m, dtype=np.int64)
+            cols = np.arange(n_ord)
             while np.any(lo < hi):
                 act = lo < hi
                 mid = (lo + hi) // 2
-                r = rows[np.minimum(mid, m - 1)]
-                ok = _top_ok(lq_g, l1q_g, s[r], sig[r], orders, is_int, log_s0) & act
+                probe = np.minimum(mid, m - 1)
+                if table is None:
+                    r = rows[probe]
+                    ok = _top_ok(lq_g, l1q_g, s[r], sig[r], orders, is_int, log_s0) & act
+                else:
+                    ok = table[probe, cols] & act
                 lo = np.where(ok, mid + 1, lo)
                 hi = np.where(act & ~ok, mid, hi)
             prefix = lo
@@ -216,8 +236,18 @@ def evaluate_steps(
         put(col, rows, cached_log_a_int(lq_all, l1q_all, s, log_s, rows, alpha, int_cache) / (alpha - 1))
     if int_cols:
         alphas = tuple(int(orders[c]) for c in int_cols)
-        union = np.unique(np.concatenate([np.concatenate(slow[c]) for c in int_cols]))
-        if union.size <= _DENSE_MAX_ROWS and union.size * sum(al + 1 for al in alphas) <= _DENSE_BUDGET:
+        most = max(sum(x.size for x in slow[c]) for c in int_cols)
+        # (the union has at least as many rows as the largest order's: skip it when that is too many)
+        union = (
+            np.unique(np.concatenate([np.concatenate(slow[c]) for c in int_cols]))
+            if most <= _DENSE_MAX_ROWS
+            else None
+        )
+        if (
+            union is not None
+            and union.size <= _DENSE_MAX_ROWS
+            and union.size * sum(al + 1 for al in alphas) <= _DENSE_BUDGET
+        ):
             la = log_a_int_dense(lq_all[union], l1q_all[union], s[union], log_s[union], alphas)
             pos = {int(r): i for i, r in enumerate(union)} if union.size < 64 else None
             for j, col in enumerate(int_cols):
