@@ -103,11 +103,14 @@ class _StepMoments:
             # The shift m is the largest of all _MAX_TERMS + 1 moments; where the moments an order
             # uses lie far below it (tiny q, small noise: g_i grows like i^2 s), they come out of
             # exp subnormal, with too few bits for the rounding allowance (q = 1e-6, sigma = 0.5,
-            # alpha = 10 gave 9e-9 relative above the true RDP).  There both sums are recomputed in
-            # log space, each around its own largest term.
-            k_used = np.where(signed, n + 2.0, np.where(with_n, n, k_top)).astype(int)
-            g_used = np.maximum(g_top, self.gmax[rows][:, k_used])
-            sub = ~(g_used - m >= -_SHIFT_FLOOR)
+            # alpha = 10 gave 9e-9 relative above the true RDP).  Where either sum is affected,
+            # both are recomputed in log space, each around its own largest term.
+            # Each sum is tested on its own range: P_B sums i <= n (or K) and the top moment, P_A
+            # (fractional orders) i <= n + 2, whose largest exponent can be 100 e-folds above P_B's.
+            gmax = self.gmax[rows]
+            range_b = np.maximum(g_top, gmax[:, np.where(with_n, n, k_top).astype(int)])
+            range_a = gmax[:, np.minimum(n + 2.0, _MAX_TERMS).astype(int)]
+            sub = ~(range_b - m >= -_SHIFT_FLOOR) | (signed & ~(range_a - m >= -_SHIFT_FLOOR))
             if signed.any():
                 p_a = w @ c_a - rel * (w @ np.abs(c_a))
                 log_a = np.where(signed[None, :] & (p_a > 0.0), m + np.log(p_a), -np.inf)

@@ -208,3 +208,19 @@ def test_non_finite_order_is_the_whole_paths_error(bad) -> None:
         event.rdp(orders)
     with pytest.raises(InvalidParameter, match="--orders"):
         event_epsilon(event, orders, 1e-5)
+
+
+@pytest.mark.parametrize("method", ["classic", "improved"])
+def test_regression_bound_above_the_rdp_ruled_out_the_optimum(method) -> None:
+    """Review cases: the closed-form bound at 16.05 (this file's 0.25-step grid) and at
+    16.014164246828166 came out above the RDP (subnormal moments), and screening with it
+    reported order 15.8 / 16 instead of the whole curve's (up to 1.4e-5 relative above)."""
+    delta = {"classic": 1.0285940975922554e-237, "improved": 1.0102964325217535e-238}[method]
+    event = SubsampledGaussianEvent(0.15942381695926852, 0.4529204845770666)
+    assert_same_as_whole_curve(event, np.arange(1.05, 20.0, 0.25), delta, method, with_bound=True)
+    alpha = 16.014164246828166
+    grid = np.concatenate([np.arange(2.0, 17.0), [alpha], np.arange(17.0, 41.0)])
+    delta = {"classic": 3.84672096489656e-173, "improved": 1.9151695967140057e-174}[method]
+    assert_same_as_whole_curve(
+        SubsampledGaussianEvent(0.9999999999716869, 0.5326103029669392), grid, delta, method, with_bound=True
+    )
