@@ -27,6 +27,11 @@ def _log_factorials(n: int) -> np.ndarray:
     return out
 
 
+def _log_factorials_for(n: int) -> np.ndarray:
+    """:func:`_log_factorials`, cached only up to :data:`CACHED_TERMS` (the same values)."""
+    return _log_factorials(n) if n <= CACHED_TERMS else _log_factorials.__wrapped__(n)
+
+
 @functools.lru_cache(maxsize=512)
 def _frac_tables(alpha: float, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``log|C(alpha,i)|`` and ``sign C(alpha,i)`` for i < n_terms, and ``log S(N)`` with
@@ -38,7 +43,7 @@ def _frac_tables(alpha: float, n_terms: int) -> tuple[np.ndarray, np.ndarray, np
     sum below ``n_terms`` plus that analytic tail (``n_terms > alpha + 1``).
     """
     i = np.arange(n_terms + 1, dtype=float)
-    lc = special.gammaln(alpha + 1.0) - _log_factorials(n_terms) - special.gammaln(alpha - i + 1.0)
+    lc = special.gammaln(alpha + 1.0) - _log_factorials_for(n_terms) - special.gammaln(alpha - i + 1.0)
     sign = special.gammasgn(alpha - i + 1.0)
     m = n_terms
     tail = lc[m] + math.log1p((m + 1.0) / alpha)  # bound on sum_{i >= m}
@@ -50,12 +55,24 @@ def _frac_tables(alpha: float, n_terms: int) -> tuple[np.ndarray, np.ndarray, np
     return lc[:n_terms], sign[:n_terms], ls
 
 
+#: Tables of more terms than this (orders above ~8000) are built for the call and not cached:
+#: at order 1e6 one order's tables take ~80 MB, and the caches hold up to 512 entries.
+CACHED_TERMS = 1 << 14
+
+
 @functools.lru_cache(maxsize=64)
 def frac_tables_stacked(alphas: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
     """(log|C|, sign C, log S) stacked per order, plus terms-major copies of the first two."""
-    tabl = [_frac_tables(al, n_terms) for al in alphas]
+    tables = _frac_tables if n_terms <= CACHED_TERMS else _frac_tables.__wrapped__
+    tabl = [tables(al, n_terms) for al in alphas]
     lc, sg, ls = (np.stack([t[k] for t in tabl]) for k in range(3))
     return lc, sg, ls, np.ascontiguousarray(lc.T), np.ascontiguousarray(sg.T)
+
+
+def frac_tables(alphas: tuple[float, ...], n_terms: int) -> tuple[np.ndarray, ...]:
+    """:func:`frac_tables_stacked`, cached only up to :data:`CACHED_TERMS` terms (the same values)."""
+    build = frac_tables_stacked if n_terms <= CACHED_TERMS else frac_tables_stacked.__wrapped__
+    return build(alphas, n_terms)
 
 
 # First argument from which log Phi is the closed-form asymptotic series (cheap far-tail terms).

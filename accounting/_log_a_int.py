@@ -15,6 +15,8 @@ from accounting.rounding import ULP
 # Integer orders: skip a block of terms when its upper bound is below (max found) - INT_PRUNE.
 INT_PRUNE = 60.0
 _INT_BLOCK = 16
+# Integer orders above this get their coefficient tables built per call, not cached.
+_CACHED_ORDER = 1 << 16
 # Row chunking: keep every temporary array below about this many float64 elements.
 CHUNK_ELEMS = 1 << 22
 
@@ -120,7 +122,8 @@ def _log_a_int(
     ``k = alpha``) is a lower bound on the sum; blocks whose bound is below ``M - 60`` are
     skipped, and ``log1p((alpha+1) e^-60)`` is added back, so the result is an upper bound.
     """
-    pad, blk_max = _int_tables(alpha)
+    # (tables of huge orders, up to 8 MB each, are not kept: the cache holds up to 512)
+    pad, blk_max = _int_tables(alpha) if alpha <= _CACHED_ORDER else _int_tables.__wrapped__(alpha)
     nb = blk_max.size
     u = lq - l1q
     base = alpha * l1q

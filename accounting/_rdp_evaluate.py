@@ -10,7 +10,7 @@ import numpy as np
 
 from accounting._log_a_frac import (
     cached_log_a_int,
-    frac_tables_stacked,
+    frac_tables,
     frac_with_chord,
     log_a_frac,
 )
@@ -138,13 +138,19 @@ def evaluate_steps(
         l1q_all = np.log1p(-q)
     is_int = orders == np.floor(orders)
     frac_cols = np.nonzero(~is_int)[0]
-    n_terms = 0
     log_s0 = np.zeros(n_ord)
-    tabs: tuple[np.ndarray, ...] = ()
-    if frac_cols.size:
-        n_terms = max(_FRAC_MAX_TERMS, int(2 * orders[frac_cols].max()) + 64)
-        tabs = frac_tables_stacked(tuple(float(orders[c]) for c in frac_cols), n_terms)
-        log_s0[frac_cols] = tabs[2][:, 0]
+    # Fractional orders grouped by their series' table length (4096 terms up to order 2016, more
+    # for larger ones): each order's table, hence its value, is the one it gets alone -- a grid
+    # with one huge fractional order no longer gives every other order that order's length
+    # (orders 1.5..59.5 with 621843.5 built 60 tables of 1.2e6 terms: 6 GB).
+    frac_groups: dict[int, np.ndarray] = {}
+    for c in frac_cols.tolist():
+        nt = max(_FRAC_MAX_TERMS, int(2 * orders[c]) + 64)
+        frac_groups[nt] = np.append(frac_groups.get(nt, np.zeros(0, dtype=np.intp)), c)
+    frac_tabs: dict[int, tuple[np.ndarray, ...]] = {}
+    for nt, cols_g in frac_groups.items():
+        frac_tabs[nt] = frac_tables(tuple(float(orders[c]) for c in cols_g), nt)
+        log_s0[cols_g] = frac_tabs[nt][2][:, 0]
 
     slow: list[list[np.ndarray]] = [[] for _ in range(n_ord)]
     sub = np.nonzero(q < 1.0)[0]
@@ -259,27 +265,28 @@ def evaluate_steps(
                 rows = np.concatenate(slow[col])
                 la_c = cached_log_a_int(lq_all, l1q_all, s, log_s, rows, alpha, int_cache)
                 put(col, rows, la_c / (alpha - 1))
-    if frac_cols.size:
-        pr = [np.concatenate(slow[c]) if slow[c] else np.zeros(0, dtype=np.int64) for c in frac_cols]
+    for n_terms, frac_g in frac_groups.items():
+        tabs = frac_tabs[n_terms]
+        pr = [np.concatenate(slow[c]) if slow[c] else np.zeros(0, dtype=np.int64) for c in frac_g]
         r_idx = np.concatenate(pr)
-        j_idx = np.repeat(np.arange(frac_cols.size), [x.size for x in pr])
+        j_idx = np.repeat(np.arange(frac_g.size), [x.size for x in pr])
         per = 1 << 16
         for a0 in range(0, r_idx.size, per):
             rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
-            alpha = orders[frac_cols][jj]
+            alpha = orders[frac_g][jj]
             la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs, rr)
             la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s, int_cache)
             vals = la / (alpha - 1.0)
             for j in np.unique(jj):
                 sel = jj == j
-                put(int(frac_cols[j]), rr[sel], vals[sel])
+                put(int(frac_g[j]), rr[sel], vals[sel])
             for code, why in (
                 (2, f"fractional-order series did not converge within {n_terms} terms"),
                 (3, "overflow in the fractional-order series"),
             ):
                 bad = st == code
                 for j in np.unique(jj[bad]):
-                    note(int(frac_cols[j]), rr[bad & (jj == j)], why)
+                    note(int(frac_g[j]), rr[bad & (jj == j)], why)
 
     if matrix:
         # RDP is a Renyi divergence, hence >= 0; tiny negative values are log-space rounding.
