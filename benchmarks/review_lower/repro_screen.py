@@ -2,6 +2,8 @@
 the closed-form bound at the fractional order 16.014164246828166 lies above the true RDP (its
 P_B moments are subnormal, see REVIEW.md), so screening rules out the whole curve's optimum.
 
+A second case uses the tests' grid 1.05, 1.3, ..., 19.8 (no integer order) at q = 0.159.
+
 Usage: PYTHONPATH=$PWD python benchmarks/review_lower/repro_screen.py
 """
 
@@ -25,9 +27,20 @@ if __name__ == "__main__":
         f"RDP at {ALPHA}: computed {curve.rdp[k]!r}, closed-form lower bound "
         f"{lower_rdp_steps(Q, SIGMA, [ALPHA])[0]!r} (quadrature: 28.226378195717736)"
     )
-    for method, delta in (("classic", 3.84672096489656e-173), ("improved", 1.9151695967140057e-174)):
-        full = rdp_to_epsilon(curve, delta, method=method)
-        got = event_epsilon(event, GRID, delta, method=method)
+    cases = [
+        (event, GRID, curve, "classic", 3.84672096489656e-173),
+        (event, GRID, curve, "improved", 1.9151695967140057e-174),
+    ]
+    event2 = SubsampledGaussianEvent(0.15942381695926852, 0.4529204845770666)
+    grid2 = np.arange(1.05, 20.0, 0.25)
+    curve2 = event2.rdp(grid2)
+    cases += [
+        (event2, grid2, curve2, "classic", 1.0285940975922554e-237),
+        (event2, grid2, curve2, "improved", 1.0102964325217535e-238),
+    ]
+    for ev, grid, cv, method, delta in cases:
+        full = rdp_to_epsilon(cv, delta, method=method)
+        got = event_epsilon(ev, grid, delta, method=method)
         print(
             f"{method:8s} delta={delta!r}: whole curve order {full.order} eps {full.epsilon!r}; "
             f"screened order {got.order} eps {got.epsilon!r} (rel. diff {got.epsilon / full.epsilon - 1:.2e})"

@@ -29,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ulps", type=int, default=30)
     args = ap.parse_args()
-    n_cases = fails = 0
+    n_cases = fails = flips = sweeps = 0
     for grid in (np.asarray(DP_ACCOUNTING_ORDERS, float), np.asarray(DEFAULT_ORDERS, float)):
         for method in ("classic", "improved"):
             for delta in (1e-5, 1e-12, 1e-100, 0.5):
@@ -50,6 +50,7 @@ def main() -> None:
                     z0 = math.sqrt(0.5 / math.exp(ls))
                     for kind in ("gauss", "sub"):
                         z = z0
+                        seen_orders = set()
                         for _ in range(args.ulps):
                             z = math.nextafter(z, 0.0)
                         for _ in range(2 * args.ulps):
@@ -61,6 +62,7 @@ def main() -> None:
                             full = rdp_to_epsilon(ev.rdp(grid), delta, method=method)
                             got = event_epsilon(ev, grid, delta, method=method)
                             n_cases += 1
+                            seen_orders.add(full.order)
                             if (
                                 got.order != full.order
                                 or abs(got.epsilon - full.epsilon) > 1e-12 * full.epsilon
@@ -73,6 +75,9 @@ def main() -> None:
                                         f"screened {got.order} {got.epsilon!r} "
                                         f"vs whole {full.order} {full.epsilon!r}"
                                     )
+                        sweeps += 1
+                        flips += len(seen_orders) > 1
+    print(f"{sweeps} ulp sweeps, {flips} of them cross the tie (the whole curve's order changes)")
     print(f"{n_cases} cases at exact ties (+-{args.ulps} ulp of noise), {fails} mismatches")
 
 
