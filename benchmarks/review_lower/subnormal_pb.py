@@ -15,10 +15,10 @@ import math
 
 import mpmath as mp
 import numpy as np
+from lower_search import load
 from reference import log_a_quad
 
 from accounting.rdp import subsampled_gaussian_rdp
-from accounting.rdp_lower import lower_rdp_steps
 
 
 def main() -> None:
@@ -28,7 +28,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--tmin", type=float, default=-744.4, help="g_top - M range (e^-745.13 rounds to 0)")
     ap.add_argument("--tmax", type=float, default=-700.0)
+    ap.add_argument("--module", help="an rdp_lower.py to test instead of the package's")
     args = ap.parse_args()
+    lower_rdp_steps = load(args.module).lower_rdp_steps
     rng = np.random.default_rng(args.seed)
     found = []
     tried = 0
