@@ -43,12 +43,14 @@ PRELOAD = [
 
 _CTX = None
 
+
 def _ctx():
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
         _CTX.set_forkserver_preload(PRELOAD)
     return _CTX
+
 
 def run_cli(
     argv: list[str], *, hang_s: float = HANG_S, encoding: str = "utf-8"
