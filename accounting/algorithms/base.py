@@ -401,7 +401,12 @@ class Algorithm:
             if epochs is None:
                 epochs = self._take(p, "epochs", d, assumed)
             epochs = validate.positive("--epochs", epochs)
-            steps = max(1, math.ceil(epochs / q - 1e-9))
+            raw = epochs / q
+            if raw > MAX_STEPS:  # checked before math.ceil: epochs / q can overflow to inf
+                raise InvalidParameter(
+                    "--epochs", f"gives {raw:.3g} steps; at most 2^53 (~9e15) are supported"
+                )
+            steps = max(1, math.ceil(raw - 1e-9))
         if steps > MAX_STEPS:  # past 2^53 counts are not exact in floats, and int64 tables overflow
             opt = "--steps" if p.steps is not None else "--epochs"
             raise InvalidParameter(opt, f"gives {steps:.3g} steps; at most 2^53 (~9e15) are supported")

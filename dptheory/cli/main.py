@@ -114,7 +114,22 @@ def _arm_timeout(seconds: float | None) -> None:
         raise CommandTimeout()
 
     signal.signal(signal.SIGALRM, _expire)
+    _PREVIOUS_UNRAISABLE_HOOK.append(sys.unraisablehook)
+    sys.unraisablehook = _ignore_lost_timeouts
     signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+_PREVIOUS_UNRAISABLE_HOOK: list = []
+
+
+def _ignore_lost_timeouts(unraisable) -> None:
+    """``sys.unraisablehook`` while a ``--timeout`` is armed.  A CommandTimeout raised inside a weakref
+    callback or a ``__del__`` is lost by design (the alarm fires again, :func:`_arm_timeout`); the
+    default hook would print it as "Exception ignored ... Traceback" and break the one-line error.
+    Any other unraisable exception goes to the hook that was in place."""
+    if isinstance(unraisable.exc_value, CommandTimeout):
+        return
+    _PREVIOUS_UNRAISABLE_HOOK[-1](unraisable)
 
 
 _IMPORT_RECHECK_S = 0.05
@@ -137,6 +152,8 @@ def _disarm_timeout() -> None:
     import signal
 
     signal.setitimer(signal.ITIMER_REAL, 0)
+    if _PREVIOUS_UNRAISABLE_HOOK:
+        sys.unraisablehook = _PREVIOUS_UNRAISABLE_HOOK.pop()
 
 
 def _version() -> str:

@@ -172,14 +172,21 @@ def test_mixed_rates_and_full_batches() -> None:
     assert ee * (1 - 1e-12) <= eg < ee * 1.01
 
 
+#: integer and fractional orders, few of them: the auto switch weighs rows and the noise range only
+#: (``sigma_grid._grid_pays``), and the exact path over 3000 rows costs ~1 s at the 167 default orders
+SWITCH_ORDERS = np.array([1.5, 2.0, 3.25, 8.0, 64.0])
+
+
 def test_auto_switches_at_threshold(monkeypatch) -> None:
     z = 100.0 / np.sqrt(np.arange(1, 3001))
-    assert not subsampled_gaussian_rdp(0.01, z[:1999], ORDERS).bounded  # below AUTO_GRID_MIN_ROWS: exact
+    o = SWITCH_ORDERS
+    assert not subsampled_gaussian_rdp(0.01, z[:1999], o).bounded  # below AUTO_GRID_MIN_ROWS: exact
     assert subsampled_gaussian_rdp(0.01, z, ORDERS).bounded  # the grid costs less than half: bound
+    assert subsampled_gaussian_rdp(0.01, z, o).bounded  # the same choice on the short grid
     monkeypatch.setattr(sigma_grid, "AUTO_GRID_MIN_ROWS", 10**9)
-    assert not subsampled_gaussian_rdp(0.01, z, ORDERS).bounded
+    assert not subsampled_gaussian_rdp(0.01, z, o).bounded
     monkeypatch.setattr(sigma_grid, "AUTO_GRID_THRESHOLD", 1000)
-    curve = subsampled_gaussian_rdp(0.01, z, ORDERS)
+    curve = subsampled_gaussian_rdp(0.01, z, o)
     assert curve.bounded
     # ScheduleEvent goes through the same default (auto)
     ev = ScheduleEvent(0.01, tuple(z.tolist()))

@@ -91,8 +91,11 @@ def test_steinke_p_value_matches_theorem(m, r, v, eps, delta):
 
 
 def _fdp_direct(m, k, v, mu, tau):
-    """Mahloujifar et al.'s recursion, every step taken (no early exit), GDP blow-up inverse."""
-    g_inv = lambda y: float(stats.norm.cdf(stats.norm.ppf(y) - mu)) if 0 < y < 1 else float(y >= 1)  # noqa: E731
+    """Mahloujifar et al.'s recursion, every step taken (no early exit), GDP blow-up inverse.
+
+    Phi(Phi^-1(y) - mu) with scipy.special's ndtr/ndtri, the functions stats.norm.cdf/ppf evaluate
+    (the same values; without stats' per-call argument handling, ~30x faster in this scalar loop)."""
+    g_inv = lambda y: float(special.ndtr(special.ndtri(y) - mu)) if 0 < y < 1 else float(y >= 1)  # noqa: E731
     r, h = tau * v / m, tau * (k - v) / m
     for i in range(v - 1, -1, -1):
         h_new = max(h, g_inv(r))

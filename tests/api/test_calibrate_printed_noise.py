@@ -8,6 +8,7 @@ z = 0.7883290333065858, printed rounded up as 0.7883290334, where ``epsilon`` th
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -21,7 +22,10 @@ CASE = dict(delta=1e-10, algo="dpsgd", accountant="pld", sample_rate=0.1, steps=
 ROOT = 0.7883290333065858  # the search's root: epsilon 7.999995 there
 
 
+@functools.cache
 def _eps(z: float) -> float:
+    """Cached: each PLD evaluation costs ~0.5 s and is deterministic; the test asks for some z twice
+    (its own checks and the search's).  A z the search returned without evaluating is computed here."""
     return dptheory.epsilon(noise_multiplier=z, **CASE).epsilon
 
 

@@ -619,6 +619,20 @@ def test_cli_fuzz_contract_long(argv, encoding):
             "pld",
         ],
         ["epsilon", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
+        # found by the fuzz: epochs / q overflows to inf before the 2^53 check (a traceback)
+        [
+            "calibrate",
+            "--algo",
+            "dpsgd",
+            "--eps",
+            "1e-3",
+            "--delta",
+            "1e-5",
+            "--epochs",
+            "1e300",
+            "--sample-rate",
+            "1e-9",
+        ],
         ["audit", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5", "--epochs", "1e300"],
         ["audit", "--algo", "dicesgd", "--noise-multiplier", "1", "--delta", "1e-5", "--samples", "1e12"],
         [
