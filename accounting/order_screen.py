@@ -11,8 +11,8 @@ How: ``f(alpha) = (alpha - 1) R(alpha)`` of the true RDP ``R`` is convex with ``
 allowance, :func:`_relative_excess`) give a lower bound ``L(alpha) <= R(alpha)`` at every other
 order, with the KL floor besides, and the closed-form bound of :mod:`accounting.rdp_lower`
 where it was asked (fractional orders cost ~100x an integer one to evaluate; at small integer
-orders the bound is the binomial sum itself, and it also picks the first orders to evaluate).  An order
-whose epsilon at ``L`` exceeds the best evaluated epsilon cannot be the minimum; the rest are
+orders the bound is the binomial sum itself, and it also picks the first orders to evaluate).
+An order whose epsilon at ``L`` exceeds the best evaluated epsilon cannot be the minimum; the rest are
 evaluated until no candidate is left.
 
 Soundness never depends on the screening: the reported epsilon is the conversion of exactly
@@ -56,10 +56,10 @@ _INT_BATCH = 4
 #: With a closed-form lower bound: fractional candidates evaluated per round (it leaves few,
 #: and the most promising two usually settle the rest).
 _FRAC_BATCH_CLOSED = 2
-#: With a closed-form lower bound: it is asked at every integer order up to this (and
+#: With a closed-form lower bound: it is asked at every integer order up to _FIRST_UP_TO (and
 #: first-subset points above it may be deferred, see :func:`screened_epsilon`); fractional
-#: candidates up to _CLOSED_UP_TO get no integer
-#: neighbours evaluated for their chords (the closed-form bound is tighter there).
+#: candidates up to _CLOSED_UP_TO get no integer neighbours evaluated for their chords (the
+#: closed-form bound is tighter there).
 _FIRST_UP_TO = 20.0
 _CLOSED_UP_TO = 20.0
 #: Fractional orders this close (relative) to an integer make the whole curve be converted.
@@ -251,7 +251,8 @@ def screened_epsilon(
         eps_int = epsilon_per_order(o[at_int], closed[at_int], delta, method)
         if np.any(np.isfinite(eps_int)):
             ints = np.flatnonzero(is_int)
-            k = int(np.searchsorted(ints, at_int[int(np.argmin(eps_int))]))
+            pick = at_int[int(np.argmin(np.where(np.isfinite(eps_int), eps_int, np.inf)))]
+            k = int(np.searchsorted(ints, pick))
             todo = ints[max(0, k - 1) : k + 2]
         else:
             # Leave out the first subset's points above _FIRST_UP_TO (the largest too) whose
