@@ -129,7 +129,9 @@ def _ignore_lost_timeouts(unraisable) -> None:
     Any other unraisable exception goes to the hook that was in place."""
     if isinstance(unraisable.exc_value, CommandTimeout):
         return
-    _PREVIOUS_UNRAISABLE_HOOK[-1](unraisable)
+    # (armed again before a disarm, e.g. nested main() calls: skip our own entries)
+    hooks = [h for h in _PREVIOUS_UNRAISABLE_HOOK if h is not _ignore_lost_timeouts]
+    (hooks[-1] if hooks else sys.__unraisablehook__)(unraisable)
 
 
 _IMPORT_RECHECK_S = 0.05
