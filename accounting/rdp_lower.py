@@ -139,53 +139,54 @@ class _StepMoments:
     ) -> np.ndarray:
         """``max(log P_A, log P_B)`` (rounding taken off) at the entries ``sub`` (rows, orders),
         each sum shifted by its own largest exponent, so its largest term is exactly 1 and none
-        that matters is subnormal; NaN elsewhere.  The rounding allowance is ``rel``'s, with
-        the shift and the terms actually summed in place of ``m`` and all _MAX_TERMS + 1 terms,
-        and 64 ulp of ``|log |C_i|| + 1`` more for the coefficients now in the exponents."""
+        that matters is subnormal; NaN elsewhere (:meth:`_shifted_log_sum`)."""
         c_b, c_a, c_n = coefs
         g = self.g[rows]
-        size_r, ss = self.size_r[rows], self.ss[rows]
-        n_terms = _MAX_TERMS + 1
+        size_r, ss = self.size_r[rows][:, 0], self.ss[rows][:, 0]
         out = np.full(sub.shape, np.nan)
         for j in np.flatnonzero(sub.any(axis=0)):
             f = np.flatnonzero(sub[:, j])
-            a = float(orders[j])
-            k = int(n[j] + 2.0) if signed[j] else int(k_top[j])
-            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                coef = c_a[: k + 1, j] if signed[j] else c_b[: k + 1, j]
-                lc = np.log(np.abs(coef))
-                terms = g[np.ix_(f, np.arange(k + 1))] + lc
-                head = g_top[f, j]
-                if with_n[j] and not signed[j]:
-                    head = np.maximum(head, g[f, int(n[j])] + np.log(c_n[j]))
-                shift = np.maximum(terms.max(axis=1), head)
-                kk = float(max(k, min(n[j], _MAX_TERMS)))
-                scale = kk * size_r[f, 0] + (kk * kk) * ss[f, 0] + np.abs(shift) + 1.0
-                scale_top = a * size_r[f, 0] + (a * a) * ss[f, 0] + np.abs(shift) + 1.0
-                rel = 4.0 * (16.0 * _ULP * np.maximum(scale, scale_top) + (2.0 * n_terms + 8.0) * _ULP)
-                rel = rel + 64.0 * _ULP * (float(np.max(np.abs(lc[np.isfinite(lc)]), initial=0.0)) + 1.0)
-                e = np.exp(terms - shift[:, None])
-                top = g_top[f, j] + np.log1p(-rel)
-                if signed[j]:
-                    p = e @ np.sign(coef) - rel * e.sum(axis=1)
-                    val = np.where(p > 0.0, shift + np.log(p), -np.inf)
-                else:
-                    p = (e.sum(axis=1) + np.exp(head - shift)) * (1.0 - rel)
-                    val = shift + np.log(p)
-                val = np.where(np.isfinite(val) | (val == -np.inf), val, -np.inf)
-                if signed[j]:
-                    # P_B as well (the top moment plus the polynomial of degree K): the larger
-                    k2 = int(k_top[j])
-                    t2 = g[np.ix_(f, np.arange(k2 + 1))] + np.log(c_b[: k2 + 1, j])
-                    h2 = g_top[f, j]
-                    if with_n[j]:
-                        h2 = np.maximum(h2, g[f, int(n[j])] + np.log(c_n[j]))
-                    sh2 = np.maximum(t2.max(axis=1), h2)
-                    p2 = (np.exp(t2 - sh2[:, None]).sum(axis=1) + np.exp(h2 - sh2)) * (1.0 - rel)
-                    v2 = sh2 + np.log(p2)
-                    val = np.maximum(val, np.where(np.isfinite(v2), v2, -np.inf))
-            out[f, j] = np.maximum(val, top)
+            a, top = float(orders[j]), g_top[f, j]
+            size = (a, size_r[f], ss[f])
+            # P_B: the polynomial of degree K plus max(C_n t^n, t^alpha)
+            k = int(k_top[j])
+            head = np.maximum(top, g[f, int(n[j])] + np.log(c_n[j])) if with_n[j] else top
+            val, rel = self._shifted_log_sum(g[f, : k + 1], c_b[: k + 1, j], head, size)
+            best = np.maximum(val, top + np.log1p(-rel))  # the top moment alone
+            if signed[j]:  # P_A: the signed polynomial of degree n + 2
+                k = int(n[j] + 2.0)
+                val_a, _ = self._shifted_log_sum(g[f, : k + 1], c_a[: k + 1, j], None, size)
+                best = np.maximum(best, val_a)
+            out[f, j] = best
         return out
+
+    @staticmethod
+    def _shifted_log_sum(
+        g: np.ndarray, coef: np.ndarray, head: np.ndarray | None, size: tuple[float, np.ndarray, np.ndarray]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Lower bound on ``log(sum_i coef_i e^(g_i) [+ e^head])`` per row (-inf where it is not
+        positive), and the relative allowance taken off.  The shift is the row's largest exponent
+        (between 0 = g_0 and ``m``).  The allowance is ``log_a_lower``'s ``rel`` with this shift
+        and the terms actually summed in place of ``m`` and all _MAX_TERMS + 1 terms, plus 64 ulp
+        of ``|log |C_i|| + 1`` for the coefficients, which now sit in the exponents; with signed
+        coefficients it is taken off the sum of magnitudes, as for ``P_A`` above."""
+        a, size_r, ss = size
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            lc = np.log(np.abs(coef))
+            terms = g + lc
+            shift = terms.max(axis=1) if head is None else np.maximum(terms.max(axis=1), head)
+            kk = float(g.shape[1] - 1)
+            scale = kk * size_r + (kk * kk) * ss + np.abs(shift) + 1.0
+            scale_top = a * size_r + (a * a) * ss + np.abs(shift) + 1.0
+            rel = 4.0 * (16.0 * _ULP * np.maximum(scale, scale_top) + (2.0 * (_MAX_TERMS + 1) + 8.0) * _ULP)
+            rel = rel + 64.0 * _ULP * (float(np.max(np.abs(lc), initial=0.0)) + 1.0)
+            e = np.exp(terms - shift[:, None])
+            if head is None:
+                p = e @ np.sign(coef) - rel * e.sum(axis=1)
+            else:
+                p = (e.sum(axis=1) + np.exp(head - shift)) * (1.0 - rel)
+            val = np.where(p > 0.0, shift + np.log(p), -np.inf)
+        return np.where(np.isnan(val), -np.inf, val), rel
 
 
 def _log_a_lower(q: np.ndarray, s: np.ndarray, orders: np.ndarray) -> np.ndarray:
