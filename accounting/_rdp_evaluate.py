@@ -143,10 +143,10 @@ def evaluate_steps(
     # for larger ones): each order's table, hence its value, is the one it gets alone -- a grid
     # with one huge fractional order no longer gives every other order that order's length
     # (orders 1.5..59.5 with 621843.5 built 60 tables of 1.2e6 terms: 6 GB).
-    frac_groups: dict[int, np.ndarray] = {}
+    by_length: dict[int, list[int]] = {}
     for c in frac_cols.tolist():
-        nt = max(_FRAC_MAX_TERMS, int(2 * orders[c]) + 64)
-        frac_groups[nt] = np.append(frac_groups.get(nt, np.zeros(0, dtype=np.intp)), c)
+        by_length.setdefault(max(_FRAC_MAX_TERMS, int(2 * orders[c]) + 64), []).append(c)
+    frac_groups = {nt: np.array(cols_g, dtype=np.intp) for nt, cols_g in by_length.items()}
     frac_tabs: dict[int, tuple[np.ndarray, ...]] = {}
     for nt, cols_g in frac_groups.items():
         frac_tabs[nt] = frac_tables(tuple(float(orders[c]) for c in cols_g), nt)
