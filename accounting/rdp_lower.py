@@ -47,7 +47,7 @@ def _coefficients(orders: np.ndarray, n_terms: int) -> np.ndarray:
 
 
 class _StepMoments:
-    """The order-independent part of :func:`_log_a_lower` for fixed steps (rows ``0 < q < 1``,
+    """The order-independent part of :meth:`log_a_lower` for fixed steps (rows ``0 < q < 1``,
     finite ``s > 0``): the shifted moments ``exp(g_i - M)`` and the rounding scale.  Order
     screening asks for bounds several times on the same steps; this is computed once."""
 
@@ -187,11 +187,6 @@ class _StepMoments:
                 p = (e.sum(axis=1) + np.exp(head - shift)) * (1.0 - rel)
             val = np.where(p > 0.0, shift + np.log(p), -np.inf)
         return np.where(np.isnan(val), -np.inf, val), rel
-
-
-def _log_a_lower(q: np.ndarray, s: np.ndarray, orders: np.ndarray) -> np.ndarray:
-    """Lower bound on ``log A`` per step (rows, ``0 < q < 1``, finite ``s > 0``) and order (columns)."""
-    return _StepMoments(q, s).log_a_lower(orders)
 
 
 def step_lower_function(
