@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from accounting import special
-from accounting._log_a_int import log_a_int_precise
 from accounting._log_phi import log_ndtr_upper
 
 # Fractional series: cap each block of terms at about this many (row, term) elements (cache-sized).
@@ -290,82 +289,6 @@ def _frac_rounding(alpha: np.ndarray) -> np.ndarray:
     uniq, inv = np.unique(a, return_inverse=True)
     g = special.gammaln(uniq + 1.0)[inv].reshape(a.shape)
     return _FRAC_ROUNDING + 16.0 * np.finfo(float).eps * np.abs(g)
-
-
-def frac_with_chord(
-    la: np.ndarray,
-    status: np.ndarray,
-    alpha: np.ndarray,
-    rows: np.ndarray,
-    lq: np.ndarray,
-    l1q: np.ndarray,
-    s: np.ndarray,
-    log_s: np.ndarray,
-    int_cache: dict[int, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Tighten fractional-order ``log A`` by the chord between the neighbouring integer orders.
-
-    ``int_cache`` (optional): ``{m: log A_m per step, NaN where not yet known}`` from
-    :func:`log_a_int_precise` on earlier calls with the same steps; read and filled here.
-
-    ``log A_alpha = (alpha - 1) D_alpha = log int p^alpha q^(1-alpha)`` is convex in alpha
-    (Hoelder's inequality) and 0 at alpha = 1, so for ``n < alpha < n + 1`` (n integer >= 1)
-    ``log A_alpha <= (n + 1 - alpha) log A_n + (alpha - n) log A_(n+1)`` with ``log A_1 = 0``:
-    a rigorous bound from the integer orders, which :func:`log_a_int_precise` evaluates with
-    full relative precision.  It is far tighter than dp-accounting's absolute-value series when
-    the noise is large (q = 0.3, sigma = 1e4, alpha = 1.1: 4.5e-11 instead of 1.9e-3 in log A).
-
-    The series is an upper bound only up to its rounding, which is absolute, so it enters as
-    ``series + _FRAC_ROUNDING``; the smaller of that and the chord is returned.  Where A is
-    within ~1e-14 of 1 the chord (relative precision) therefore decides -- the plain series
-    would round such an RDP to 0.  Rows whose series did not converge (status != 0) get the
-    chord where it is finite (status reset to 0).
-    """
-    n = np.floor(alpha)
-    la_int: dict[int, np.ndarray] = {}
-    for m in np.unique(np.concatenate([n, n + 1])).astype(int):
-        sel = np.nonzero((n == m) | (n + 1 == m))[0]
-        vals = np.zeros(rows.size)
-        if m >= 2:
-            # Each step once: the ~20 fractional orders next to m share their rows (per-row
-            # values do not depend on the other rows, so this is the same value, ~20x cheaper).
-            uniq, inv = np.unique(rows[sel], return_inverse=True)
-            vals[sel] = cached_log_a_int(lq, l1q, s, log_s, uniq, int(m), int_cache)[inv.reshape(-1)]
-        la_int[int(m)] = vals
-    lo = np.empty(rows.size)
-    hi = np.empty(rows.size)
-    for m, vals in la_int.items():
-        lo = np.where(n == m, vals, lo)
-        hi = np.where(n + 1 == m, vals, hi)
-    with np.errstate(over="ignore", invalid="ignore"):
-        chord = (n + 1 - alpha) * lo + (alpha - n) * hi
-    chord = np.where(np.isfinite(chord), chord, np.inf)
-    # fmin: a series that came back NaN with status 0 (large orders, e.g. q = 1e-3, sigma = 10,
-    # alpha = 3000.5) leaves the chord, itself a rigorous bound, instead of dropping the order
-    out = np.where(status == 0, np.fmin(la + _frac_rounding(alpha), chord), chord)
-    fixed = np.isfinite(out)
-    return np.where(fixed, out, la), np.where(fixed, 0, status)
-
-
-def cached_log_a_int(
-    lq: np.ndarray,
-    l1q: np.ndarray,
-    s: np.ndarray,
-    log_s: np.ndarray,
-    rows: np.ndarray,
-    alpha: int,
-    cache: dict[int, np.ndarray] | None,
-) -> np.ndarray:
-    """:func:`log_a_int_precise` at ``rows``, reading and filling ``cache`` (see
-    :func:`frac_with_chord`): a row's value does not depend on the other rows evaluated with it,
-    so a cached value is the one a fresh call would give."""
-    if cache is None:
-        return log_a_int_precise(lq, l1q, s, log_s, rows, alpha)
-    known = cache.setdefault(alpha, np.full(lq.size, np.nan))
-    miss = rows[np.isnan(known[rows])]
-    if miss.size:
-        known[miss] = log_a_int_precise(lq, l1q, s, log_s, miss, alpha)
-    return known[rows]
 
 
 #: Up to this many columns ``np.cumsum`` beats the row loop (which wins on few long rows).

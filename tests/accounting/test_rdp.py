@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting import _log_a_frac, _rdp_evaluate
+from accounting import _frac_chord, _log_a_frac, _rdp_evaluate
 from accounting.errors import InvalidParameter
 from accounting.orders import DEFAULT_ORDERS, DP_ACCOUNTING_ORDERS, parse_orders
 from accounting.rdp import RdpCurve, gaussian_rdp, subsampled_gaussian_rdp, subsampled_gaussian_rdp_steps
@@ -166,8 +166,8 @@ def test_nonconverging_series_falls_back_to_the_order_chord(monkeypatch):
     assert curve.dropped == ()
     assert curve.rdp[0] == pytest.approx(curve.rdp[1], rel=1e-15)
     # and when the chord is unusable too (its integer order overflows), the order is dropped
-    # every caller reaches it through _log_a_frac (cached_log_a_int reads it there)
-    monkeypatch.setattr(_log_a_frac, "log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
+    # every caller reaches it through _frac_chord (cached_log_a_int reads it there)
+    monkeypatch.setattr(_frac_chord, "log_a_int_precise", lambda *a, **k: np.full(a[4].size, np.inf))
     curve = subsampled_gaussian_rdp(0.5, 1.0, [1.1])
     assert 1.1 in dict(curve.dropped) and "did not converge" in dict(curve.dropped)[1.1]
     assert math.isinf(curve.rdp[0])

@@ -1,7 +1,7 @@
 """The split of ``accounting.rdp`` into modules keeps its names and its monkeypatch points honest.
 
 ``accounting.rdp`` is a façade over ``rdp_curve``, ``_log_a_int``, ``_log_a_frac``,
-``_rdp_evaluate`` and ``sigma_grid``.  A re-exported name must be the very object of its home
+``_frac_chord``, ``_rdp_evaluate`` and ``sigma_grid``.  A re-exported name must be the very object of its home
 module (a copy of a cache would not be the cache that is cleared), and a tunable global that
 tests rebind must be read only in its home module, so that rebinding it there reaches every
 reader (a reader holding its own copy would make such a test pass without testing anything).
@@ -39,7 +39,7 @@ TUNABLE = {
     "AUTO_GRID_MIN_ROWS": "accounting.sigma_grid",
     "AUTO_GRID_THRESHOLD": "accounting.sigma_grid",
 }
-SPLIT = ["rdp", "rdp_curve", "_log_a_int", "_log_a_frac", "_rdp_evaluate", "sigma_grid"]
+SPLIT = ["rdp", "rdp_curve", "_log_a_int", "_log_a_frac", "_frac_chord", "_rdp_evaluate", "sigma_grid"]
 
 
 def _global_reads(mod: types.ModuleType) -> set[str]:
