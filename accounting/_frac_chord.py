@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accounting._log_a_frac import _frac_rounding
+from accounting._log_a_frac import frac_rounding
 from accounting._log_a_int import log_a_int_precise
 
 
@@ -47,7 +47,7 @@ def frac_with_chord(
     of a typical curve.
     """
     n = np.floor(alpha)
-    cand = la + _frac_rounding(alpha)
+    cand = la + frac_rounding(alpha)
     need = np.ones(rows.size, dtype=bool)
     if q is not None:
         need = (status != 0) | ~_chord_cannot_win(cand, alpha, rows, q, s)
@@ -91,7 +91,7 @@ def _chord_cannot_win(
     ``log A`` plus its allowance), so that ``fmin(cand, chord)`` is ``cand`` without the chord.
 
     Why this is exact: let ``L_m <= log A_m <= P_m`` at the integer neighbours (``L`` from the
-    closed-form lower bound :meth:`accounting.rdp_lower._StepMoments.log_a_lower`, ``P`` the
+    closed-form lower bound :func:`accounting.rdp_lower.log_a_lower_steps`, ``P`` the
     :func:`log_a_int_precise` values the chord uses; ``log A_1 = 0`` exactly).  The weights
     ``n + 1 - alpha`` and ``alpha - n`` are exact (Sterbenz) and nonnegative, so the computed
     chord is at least ``(1 - 4 ulp)`` times the chord of the ``L``, whose own computed value is
@@ -99,12 +99,13 @@ def _chord_cannot_win(
     chord, so reduced, is positive and above ``cand``, so is the chord.  Steps outside
     ``0 < q < 1`` with finite ``s > 0``, non-finite ``cand`` and orders above the lower bound's
     exact range give False (the chord is computed, as before)."""
-    from accounting.rdp_lower import _MAX_TERMS, _StepMoments
+    from accounting.rdp_lower import EXACT_ORDER_MAX, log_a_lower_steps
 
     n = np.floor(alpha)
     out = np.zeros(rows.size, dtype=bool)
     qs, ss = q[rows], s[rows]
-    ok = np.isfinite(cand) & (n + 1.0 <= _MAX_TERMS) & (qs > 0.0) & (qs < 1.0) & np.isfinite(ss) & (ss > 0.0)
+    ok = np.isfinite(cand) & (n + 1.0 <= EXACT_ORDER_MAX)
+    ok &= (qs > 0.0) & (qs < 1.0) & np.isfinite(ss) & (ss > 0.0)
     if not ok.any():
         return out
     idx = np.flatnonzero(ok)
@@ -114,7 +115,7 @@ def _chord_cannot_win(
     ints = ints[ints >= 2.0]
     lower = np.zeros((uniq.size, ints.size + 1))  # column 0: log A_1 = 0
     if ints.size:
-        lower[:, 1:] = _StepMoments(q[uniq], s[uniq]).log_a_lower(ints)
+        lower[:, 1:] = log_a_lower_steps(q[uniq], s[uniq], ints)
     col = {1.0: 0, **{float(m): j + 1 for j, m in enumerate(ints)}}
     ni = n[idx]
     lo = lower[inv, [col[float(m)] for m in ni]]

@@ -276,7 +276,7 @@ def _frac_certify(
 _FRAC_ROUNDING = 1e-14
 
 
-def _frac_rounding(alpha: np.ndarray) -> np.ndarray:
+def frac_rounding(alpha: np.ndarray) -> np.ndarray:
     """Absolute rounding allowance on the series' ``log A`` at order alpha.
 
     Besides the summation (:data:`_FRAC_ROUNDING`), every term carries the rounding of

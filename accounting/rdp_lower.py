@@ -23,7 +23,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["event_lower_function", "event_lower_rdp", "lower_rdp_steps", "step_lower_function"]
+__all__ = [
+    "EXACT_ORDER_MAX",
+    "event_lower_function",
+    "event_lower_rdp",
+    "log_a_lower_steps",
+    "lower_rdp_steps",
+    "step_lower_function",
+]
 
 _ULP = 2.0**-52
 #: Largest index of the polynomial terms (the sums of step 3); larger orders use the top moment.
@@ -187,6 +194,19 @@ class _StepMoments:
                 p = (e.sum(axis=1) + np.exp(head - shift)) * (1.0 - rel)
             val = np.where(p > 0.0, shift + np.log(p), -np.inf)
         return np.where(np.isnan(val), -np.inf, val), rel
+
+
+#: Integer orders up to this are bounded by the binomial sum itself (less its rounding): the
+#: tightest of the bounds, what :mod:`accounting._frac_chord` relies on.
+EXACT_ORDER_MAX = _MAX_TERMS
+
+
+def log_a_lower_steps(sample_rate: np.ndarray, s: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """Lower bound on ``log A_alpha`` per step (rows) and order (columns), for steps with
+    ``0 < q < 1`` and finite ``s = 1/(2 sigma^2) > 0`` (the caller's; nothing is checked here).
+    ``A_alpha`` is the per-step moment whose ``log / (alpha - 1)`` is the RDP."""
+    moments = _StepMoments(np.asarray(sample_rate, dtype=float), np.asarray(s, dtype=float))
+    return moments.log_a_lower(np.asarray(orders, dtype=float))
 
 
 def step_lower_function(

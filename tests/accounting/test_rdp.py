@@ -38,7 +38,7 @@ def assert_matches(ours: np.ndarray, ref: np.ndarray, steps: int, orders) -> Non
     # per step, divided by alpha - 1 >= 0.1) that dp-accounting incurs for tiny RDP.
     np.testing.assert_allclose(ours[integer], ref[integer], rtol=1e-9, atol=2e-14 * steps)
     frac = fin & ~integer
-    allowance = (_log_a_frac._frac_rounding(o[frac]) / (o[frac] - 1.0) + 2e-14) * steps
+    allowance = (_log_a_frac.frac_rounding(o[frac]) / (o[frac] - 1.0) + 2e-14) * steps
     assert np.all(ours[frac] <= ref[frac] * (1 + 1e-9) + allowance)
 
 
