@@ -535,7 +535,7 @@ def smooth_pays(name: str, base: float, steps: int, *, rho: float = 2.0, distinc
     if n < min(SMOOTH_MIN_STEPS, AUTO_GRID_MIN_ROWS):
         return False
     ends = _sigma_of(name, float(base), np.array([1.0, float(steps)]), int(steps), float(rho))
-    if not ends[0] > ends[1]:
+    if not (ends[0] > ends[1] > 0.0 and np.isfinite(ends[0])):  # zero/inf noise: the exact routes refuse it
         return False
     est = sigma_grid_points(float(ends[1]), float(ends[0]), SMOOTH_RATIO).size + (_PASSES - 1) * SMOOTH_BUDGET
     return 2 * est <= n

@@ -32,6 +32,7 @@ __all__ = [
     "EXACT_STEPS",
     "PLD_MAX_CLASSES",
     "SCHEDULES",
+    "check_representable",
     "noise_classes",
     "noise_multipliers",
     "read_schedule_file",
@@ -64,11 +65,12 @@ def noise_multipliers(name: str, base: float, steps: int, *, rho: float = DEFAUL
     k = np.arange(1, t + 1, dtype=float)
     if name == "constant":
         return np.full(t, sigma)
+    r = validate.positive("--rho", rho) if name == "exp" else DEFAULT_RHO
+    check_representable(name, sigma, t, r)
     if name == "inv-k":
         return sigma / np.sqrt(k)
     if name == "inv-sqrt-k":
         return sigma / k**0.25
-    r = validate.positive("--rho", rho)
     return sigma * np.exp(-(k / t) * math.log(r))
 
 
@@ -86,6 +88,36 @@ def _sigma_at(name: str, sigma: float, k: np.ndarray, t: int, rho: float) -> np.
     if name == "inv-sqrt-k":
         return sigma / k**0.25
     return sigma * np.exp(-(k / t) * math.log(rho))
+
+
+def check_representable(name: str, sigma: float, t: int, rho: float) -> None:
+    """Refuse a schedule whose noise multiplier underflows to 0 or overflows to inf at some step.
+
+    Every schedule here is monotone in k, so its extremes are at k = 1 and k = T, computed by the
+    same expression as the steps themselves.  A step with zero noise has no finite privacy
+    guarantee, and accounting with it would report +inf at best (and some routes divide by it);
+    an infinite one is not a number the accountants take.  Either way the cause is the pair of
+    options, named in one line, rather than ``--noise-multiplier: must be > 0 (got 0.0)`` for a
+    value the user never gave.  Only ``exp`` can reach either end from a normal base (the power
+    laws divide by at most 2^26.5 at T <= 2^53)."""
+    ends = _sigma_at(name, sigma, np.array([1.0, float(t)]), t, rho)
+    if np.all(ends > 0.0) and np.all(np.isfinite(ends)):
+        return
+    zero = not np.all(ends > 0.0)
+    step = 1 if not (ends[0] > 0.0 and np.isfinite(ends[0])) else t
+    what = "underflows to 0 (no noise)" if zero else "overflows to inf"
+    if name == "exp":
+        fix = "a --schedule-rho closer to 1" + (" or a larger --noise-multiplier" if zero else "")
+        raise InvalidParameter(
+            "--schedule-rho",
+            f"the exp schedule's noise multiplier sigma rho^(-k/T) {what} at step {step} of {t} "
+            f"(--noise-multiplier {sigma:g}, --schedule-rho {rho:g}); use {fix}",
+        )
+    raise InvalidParameter(
+        "--noise-multiplier",
+        f"the {name} schedule's noise multiplier {what} at step {step} of {t} (base {sigma:g}); "
+        "use a larger --noise-multiplier",
+    )
 
 
 def schedule_blocks(
@@ -113,6 +145,7 @@ def schedule_blocks(
     sigma = validate.positive("--noise-multiplier", base)
     t = validate.positive_int("--steps", steps)
     r = validate.positive("--rho", rho) if name == "exp" else DEFAULT_RHO
+    check_representable(name, sigma, t, r)
     if name == "constant":
         return np.array([sigma]), np.array([t], dtype=np.int64)
     if t <= exact_steps:

@@ -22,6 +22,7 @@ The full derivation: ``docs/algorithms.md``, "The module's contract in full".
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -97,6 +98,22 @@ def lemma45_epsilon(
     if not math.isfinite(eta):  # a = 0 and no cap: the closed form's infimum is 0
         return 0.0, math.inf
     return a * eta + log_inv_delta / (eta - 1.0), eta
+
+
+def _file_multipliers(z: float, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``z`` times a schedule file's values, refused where a product underflows to 0 or overflows
+    (each factor is a valid number; their product is not: see ``schedules.check_representable``)."""
+    vals = z * np.asarray(values, dtype=float)
+    bad = np.flatnonzero(~((vals > 0.0) & np.isfinite(vals)))
+    if bad.size:
+        k = int(bad[0])
+        what = "underflows to 0 (no noise)" if not vals[k] > 0.0 else "overflows to inf"
+        raise InvalidParameter(
+            "--schedule-file",
+            f"--noise-multiplier {z:g} times the file's value {float(values[k]):g} at step {k + 1} {what}; "
+            "rescale the file's values or the noise multiplier",
+        )
+    return vals
 
 
 class _D2P2Family(Algorithm):
@@ -180,7 +197,7 @@ class _D2P2Family(Algorithm):
         """Per-step noise multipliers z_k (base z times the schedule), shape (T,)."""
         z = float(p.noise_multiplier)
         if p.schedule == "file":
-            return z * np.asarray(p.schedule_values, dtype=float)
+            return _file_multipliers(z, p.schedule_values)
         from accounting.schedules import noise_multipliers
 
         kw = {} if p.schedule_rho is None else {"rho": p.schedule_rho}
@@ -192,7 +209,7 @@ class _D2P2Family(Algorithm):
         (for upper bounds) or ``up`` (for lower bounds); see ``schedule_blocks``."""
         z = float(p.noise_multiplier)
         if p.schedule == "file":
-            vals = z * np.asarray(p.schedule_values, dtype=float)
+            vals = _file_multipliers(z, p.schedule_values)
             return vals, np.ones(vals.size, dtype=np.int64)
         from accounting.schedules import schedule_blocks
 
