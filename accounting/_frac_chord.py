@@ -43,8 +43,8 @@ def frac_with_chord(
 
     ``q`` (optional, the per-step sample rates): rows where a closed-form *lower* bound on the
     chord already exceeds the series' value skip the chord's integer orders
-    (:func:`_chord_cannot_win`); the result is the same to the bit, for a quarter of the cost
-    of a typical curve.
+    (:func:`_chord_cannot_win`): the result is the same to the bit, and a typical curve costs
+    about a quarter less.
     """
     n = np.floor(alpha)
     cand = la + frac_rounding(alpha)
