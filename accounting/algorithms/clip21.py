@@ -96,6 +96,8 @@ class Clip21SGD2M(Algorithm):
         "projection_dim",
         "model_dim",
         "projection",
+        "schedule_rho",
+        "projection_sigma_max",
     )
     shown_parameters = ("clients", "tau", "rounds")
     claimed_accountant = "Gaussian mechanism + advanced composition (Dwork & Roth Thm 3.22, 3.20)"

@@ -183,6 +183,8 @@ class DiceSGD(Algorithm):
         "clients",
         "tau",
         "rounds",
+        "schedule_rho",
+        "projection_sigma_max",
     )
     shown_parameters = ("c1", "c2", "grad_bound", "residual_clip", "clip_mode")
     claimed_accountant = "Theorem 3.7 closed form"

@@ -61,6 +61,8 @@ class DPSGD(Algorithm):
         "clients",
         "tau",
         "rounds",
+        "schedule_rho",
+        "projection_sigma_max",
     )
     shown_parameters = ("c1",)
     claimed_accountant = "moments accountant (Abadi et al. 2016)"
