@@ -124,6 +124,17 @@ def evaluate_steps(
                 total[col] += d * up(rows.size + 2)
                 n_adds[col] += 1
 
+    def put_one_row_each(cols_: np.ndarray, rows_: np.ndarray | int, vals: np.ndarray) -> None:
+        """:func:`put` for columns that each get exactly one row (distinct columns), as array
+        ops: a dot of one product is that product, ``up(1 + 2)``, one addition per column --
+        the same bits as calling ``put`` column by column."""
+        if matrix:
+            out[rows_, cols_] = vals
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):
+                total[cols_] += (w[rows_] * np.maximum(vals, 0.0)) * up(3)
+            n_adds[cols_] += 1
+
     full = np.nonzero(q == 1.0)[0]
     if full.size:
         for col in range(n_ord):
@@ -257,16 +268,9 @@ def evaluate_steps(
             and union.size * sum(al + 1 for al in alphas) <= _DENSE_BUDGET
         ):
             la = log_a_int_dense(lq_all[union], l1q_all[union], s[union], log_s[union], alphas)
-            if union.size == 1:
-                # one step (each order's slow rows are that step): put's arithmetic as array ops
-                r0, ic = int(union[0]), np.asarray(int_cols, dtype=np.intp)
+            if union.size == 1:  # one step: each order's slow rows are that step
                 vals = la[0] / (np.asarray(alphas, dtype=float) - 1.0)
-                if matrix:
-                    out[r0, ic] = vals
-                else:
-                    with np.errstate(over="ignore", invalid="ignore"):
-                        total[ic] += (w[r0] * np.maximum(vals, 0.0)) * up(3)
-                    n_adds[ic] += 1
+                put_one_row_each(np.asarray(int_cols, dtype=np.intp), int(union[0]), vals)
             else:
                 pos = {int(r): i for i, r in enumerate(union)} if union.size < 64 else None
                 for j, col in enumerate(int_cols):
@@ -290,14 +294,8 @@ def evaluate_steps(
             la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs, rr)
             la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s, int_cache, q=q)
             vals = la / (alpha - 1.0)
-            if matrix:
-                out[rr, frac_g[jj]] = vals
-            elif np.unique(jj).size == jj.size:
-                # one row per order (a single step): put's dot of one product, as one array op
-                cols_j = frac_g[jj]
-                with np.errstate(over="ignore", invalid="ignore"):
-                    total[cols_j] += (w[rr] * np.maximum(vals, 0.0)) * up(3)
-                n_adds[cols_j] += 1
+            if matrix or np.unique(jj).size == jj.size:  # (a matrix entry is one row anyway)
+                put_one_row_each(frac_g[jj], rr, vals)
             else:
                 for j in np.unique(jj):
                     sel = jj == j
