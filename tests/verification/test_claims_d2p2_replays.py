@@ -291,6 +291,7 @@ def test_pinned_verdicts_lemmas(cid: str, verdict: Verdict, quick_run) -> None:
 # --------------------------------------------------------------------------- reductions
 
 
+@pytest.mark.filterwarnings("error")  # `dptheory verify` printed the optimizers' batch-size warning
 def test_reduction_to_d2psgd_replays() -> None:
     """A_k = I_d keeps line 6's 1/sqrt(p): the iterates differ from Alg. 2's for d >= 2, not for d = 1."""
     from verification.claims.d2p2.reductions import reduction_gap_d2psgd
@@ -299,6 +300,7 @@ def test_reduction_to_d2psgd_replays() -> None:
     assert reduction_gap_d2psgd(1)["max_iterate_difference"] <= 1e-12
 
 
+@pytest.mark.filterwarnings("error")
 def test_reduction_to_dp2sgd_is_exact() -> None:
     from verification.claims.d2p2.reductions import reduction_gap_dp2sgd
 

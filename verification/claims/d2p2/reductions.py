@@ -44,7 +44,17 @@ def reduction_gap_d2psgd(d: int, steps: int = 5, seed: int = 0, z: float = 2.0) 
     from dptheory.optim.d2p2 import D2P2SGD, D2PSGD
 
     x0, loss, data = _problem(d, seed=seed)
-    kw = dict(lr=0.1, sample_rate=0.25, noise_multiplier=z, steps=steps, seed=seed, device="cpu", gamma=0.01)
+    # B = q N for the public N = 40 (the value the optimizer would fall back to, with a warning)
+    kw = dict(
+        lr=0.1,
+        sample_rate=0.25,
+        expected_batch_size=10.0,
+        noise_multiplier=z,
+        steps=steps,
+        seed=seed,
+        device="cpu",
+        gamma=0.01,
+    )
     a = D2P2SGD(x0, loss, data, projection="fixed", projection_dim=d, sigma_a=1.0, **kw)
     a.A = {"x": torch.eye(d, dtype=torch.float64)}
     a.generator.manual_seed(seed)  # the fixed-A draw consumed the stream: realign it
@@ -183,7 +193,17 @@ def reduction_gap_dp2sgd(d: int, p: int, z: float, steps: int = 5, seed: int = 0
     from dptheory.optim.d2p2 import D2P2SGD, DP2SGD
 
     x0, loss, data = _problem(d, seed=seed)
-    kw = dict(lr=0.1, sample_rate=0.25, noise_multiplier=z, steps=steps, seed=seed, device="cpu", gamma=0.01)
+    # B = q N for the public N = 40 (the value the optimizer would fall back to, with a warning)
+    kw = dict(
+        lr=0.1,
+        sample_rate=0.25,
+        expected_batch_size=10.0,
+        noise_multiplier=z,
+        steps=steps,
+        seed=seed,
+        device="cpu",
+        gamma=0.01,
+    )
     a = D2P2SGD(x0, loss, data, projection="fresh", projection_dim=p, sigma_a=1.0, **kw)
     b = DP2SGD(x0, loss, data, projection="fresh", projection_dim=p, sigma_a=1.0, **kw)
     gap = 0.0
