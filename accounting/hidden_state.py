@@ -184,10 +184,17 @@ def _per_step_rdp(
     out[zero] = sg_full
     if np.any(~zero):
         uu = u[~zero]
-        lam = SPLIT_GRID
-        # (G, K, J): eps_SG at the split noise + the Gaussian RDP of the shift at the rest.
-        shift = orders[None, None, :] * (uu[:, None, None] ** 2) / (2.0 * z2 * lam[None, :, None])
-        split = np.min(sg_split[None, :, :] + shift, axis=1)
+        # min over the split grid k of eps_SG at the split noise + the Gaussian RDP of the shift at
+        # the rest, orders u^2 / (2 z^2 lambda_k): one (G, J) slice per k with a running minimum --
+        # the same roundings as a (G, K, J) array's, without its cache-sized passes.
+        num = orders[None, :] * (uu[:, None] ** 2)
+        two_z2 = 2.0 * z2
+        split = sg_split[0] + num / (two_z2 * SPLIT_GRID[0])
+        cand = np.empty_like(split)
+        for k in range(1, SPLIT_GRID.size):
+            np.divide(num, two_z2 * SPLIT_GRID[k], out=cand)
+            cand += sg_split[k]
+            np.minimum(split, cand, out=split)
         joint = orders[None, :] * (1.0 + uu[:, None]) ** 2 / (2.0 * z2)
         # each entry is a few roundings of positive terms: 8 ulps keep it above the exact bound
         out[~zero] = np.minimum(split, joint) * up(8)

@@ -287,10 +287,11 @@ def threshold_bounds(plan: StoragePlan, us: np.ndarray, weights: _Weights | None
     q, s = plan.sample_rate, plan.sigma
     z0 = (np.asarray(us, dtype=float)[:, None] - w.vals[None, :]) / s
     z1 = z0 - plan.clip_step / s
-    sf_d = special.ndtr(-z0) @ w.w_d
-    cdf_d = special.ndtr(z0) @ w.w_d
-    sf_p = ((1 - q) * special.ndtr(-z0) + q * special.ndtr(-z1)) @ w.w_p
-    cdf_p = ((1 - q) * special.ndtr(z0) + q * special.ndtr(z1)) @ w.w_p
+    tail0, head0 = special.ndtr(-z0), special.ndtr(z0)  # each evaluated once, used twice
+    sf_d = tail0 @ w.w_d
+    cdf_d = head0 @ w.w_d
+    sf_p = ((1 - q) * tail0 + q * special.ndtr(-z1)) @ w.w_p
+    cdf_p = ((1 - q) * head0 + q * special.ndtr(z1)) @ w.w_p
     return {
         "sf_d_up": sf_d + w.slack_d + _PAD,
         "cdf_d_low": cdf_d - _PAD,
