@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from accounting._frac_chord import cached_log_a_int, frac_with_chord
-from accounting._log_a_frac import frac_tables, log_a_frac
+from accounting._frac_chord import cached_log_a_int, frac_log_a
+from accounting._log_a_frac import frac_tables
 from accounting._log_a_int import (
     CHUNK_ELEMS,
     INT_PRUNE,
@@ -291,8 +291,7 @@ def evaluate_steps(
         for a0 in range(0, r_idx.size, per):
             rr, jj = r_idx[a0 : a0 + per], j_idx[a0 : a0 + per]
             alpha = orders[frac_g][jj]
-            la, st = log_a_frac(lq_all[rr], l1q_all[rr], s[rr], sig[rr], alpha, jj, tabs, rr)
-            la, st = frac_with_chord(la, st, alpha, rr, lq_all, l1q_all, s, log_s, int_cache, q=q)
+            la, st = frac_log_a(lq_all, l1q_all, s, sig, log_s, alpha, rr, jj, tabs, int_cache, q=q)
             vals = la / (alpha - 1.0)
             if matrix or np.unique(jj).size == jj.size:  # (a matrix entry is one row anyway)
                 put_one_row_each(frac_g[jj], rr, vals)

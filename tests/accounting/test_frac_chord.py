@@ -1,11 +1,15 @@
 """Skipping the alpha-chord where its closed-form lower bound exceeds the series
 (``accounting._frac_chord._chord_cannot_win``) changes no value, bit for bit, and does skip in
-the ordinary regime (else the speed-up silently went away)."""
+the ordinary regime (else the speed-up silently went away).  Symmetrically, skipping the series
+where the chord certainly wins (``accounting._frac_chord.frac_log_a``, huge noise) changes no
+value and does skip there (one schedule reaching sigma = 1e150 took two minutes without it)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accounting import _frac_chord
@@ -62,3 +66,45 @@ def test_the_chord_is_skipped_in_the_ordinary_regime_and_kept_near_a_equal_to_on
     # chord (relative precision) must still be computed for every fractional order
     subsampled_gaussian_rdp(0.02, 52466.0, DEFAULT_ORDERS)
     assert seen[-1][0] == 0
+
+
+@settings(max_examples=40)
+@given(
+    log_q=st.floats(-8.0, 0.0, exclude_max=True),
+    log_sigma=st.floats(0.0, 305.0),
+    spread=st.floats(0.0, 12.0),
+    steps=st.integers(1, 5),
+    extra=st.lists(st.floats(1.0001, 5000.0), min_size=1, max_size=6),
+)
+def test_the_chord_first_at_huge_noise_changes_no_bit(log_q, log_sigma, spread, steps, extra):
+    """Batches below 1024 rows: the series' blocks do not depend on how many rows it runs."""
+    orders = np.unique(np.concatenate([DEFAULT_ORDERS, extra]))
+    q = 10.0**log_q
+    sig = 10.0 ** (log_sigma - spread * np.linspace(0.0, 1.0, steps))
+    chord_first = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
+    total_first = subsampled_gaussian_rdp(q, sig[0], orders, steps=7)
+    below = _frac_chord.CHORD_WINS_BELOW
+    _frac_chord.CHORD_WINS_BELOW = -math.inf  # no chord wins first: every row runs the series
+    try:
+        series = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
+        total_series = subsampled_gaussian_rdp(q, sig[0], orders, steps=7)
+    finally:
+        _frac_chord.CHORD_WINS_BELOW = below
+    assert _same_bits(chord_first, series)
+    assert _same_bits(total_first.rdp, total_series.rdp) and total_first.dropped == total_series.dropped
+
+
+def test_the_series_is_skipped_at_huge_noise_and_runs_at_usual_noise(monkeypatch):
+    rows_run = []
+    original = _frac_chord.log_a_frac
+
+    def spy(lq, *args):
+        rows_run.append(lq.size)
+        return original(lq, *args)
+
+    monkeypatch.setattr(_frac_chord, "log_a_frac", spy)
+    n_frac = int(np.sum(DEFAULT_ORDERS != np.floor(DEFAULT_ORDERS)))
+    subsampled_gaussian_rdp(0.02, 1e150, DEFAULT_ORDERS)
+    assert rows_run == []  # every fractional order: the chord, without the series
+    subsampled_gaussian_rdp(0.02, 1.1, DEFAULT_ORDERS)
+    assert rows_run == [n_frac]

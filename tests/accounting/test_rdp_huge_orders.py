@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accounting import _log_a_frac, _rdp_evaluate
+from accounting import _frac_chord, _log_a_frac
 from accounting.rdp import subsampled_gaussian_rdp
 
 Q, SIGMA, HUGE = 0.0031613637352037533, 0.611506450405699, 621843.5
@@ -17,14 +17,14 @@ Q, SIGMA, HUGE = 0.0031613637352037533, 0.611506450405699, 621843.5
 
 def test_each_fractional_order_keeps_its_own_table_length(monkeypatch: pytest.MonkeyPatch) -> None:
     lengths: dict[float, int] = {}
-    real = _rdp_evaluate.log_a_frac
+    real = _frac_chord.log_a_frac
 
     def spy(lq, l1q, s, sigma, a, tab_idx, tabs, step=None):
         for al in np.unique(a).tolist():
             lengths[al] = tabs[0].shape[1]
         return real(lq, l1q, s, sigma, a, tab_idx, tabs, step)
 
-    monkeypatch.setattr(_rdp_evaluate, "log_a_frac", spy)
+    monkeypatch.setattr(_frac_chord, "log_a_frac", spy)
     orders = np.append(np.arange(1.5, 12.0, 1.0), HUGE)
     cached_before = _log_a_frac._frac_tables.cache_info().currsize
     curve = subsampled_gaussian_rdp(Q, SIGMA, orders, evaluation="exact")
