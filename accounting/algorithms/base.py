@@ -191,6 +191,9 @@ class EpsilonValue:
     assumptions: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] | None = None
+    #: what produced the number when the RDP path chose another bound (e.g. DiceSGD's dominating
+    #: pair, an (eps, delta) statement with no Renyi order); shown as the report's accountant
+    accountant: str | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -495,6 +498,8 @@ class Algorithm:
         its label, the accountant, the value with its order, the defaults ``assumed`` and the
         warnings; ``calibration`` describes a calibration's search when the value came from one."""
         acc_shown = accountant if mode == "certified" or accountant == "pld" else self.claimed_accountant
+        if value.accountant and mode == "certified" and accountant == "rdp":
+            acc_shown = value.accountant
         if accountant == "pld" and not math.isfinite(value.epsilon):
             # sound but useless; the RDP route often stays finite there (e.g. at delta ~ 1e-28)
             warns = warns + (

@@ -122,6 +122,9 @@ def _p_fail_text(flush: dict) -> str:
     return f"P(E^c) <= {fmt(flush['p_fail'], UP, 3)}"
 
 
+#: The accountant shown when the conservation-pair regime gives the number: not an RDP conversion.
+PAIR_ACCOUNTANT = "dominating pair ((eps, delta) of a one-dimensional pair; no Renyi order)"
+
 #: What the conservation regime assumes beyond the mechanism (docs/hidden-state.md, "Assumptions of
 #: the conservation regime"); printed with its number.
 _CONSERVATION_ASSUMPTIONS = (
@@ -433,7 +436,8 @@ class DiceSGD(Algorithm):
                 f"automatic clipping C1 g/(||g|| + gamma), gamma = {_gamma(p):g}: residual bound rho = "
                 f"max over ||g|| <= G of ||g|| |1 - C1/(||g|| + gamma)| (nonzero even for G < C1)",
             )
-        return EpsilonValue(eps, order, note, warns, details)
+        shown = PAIR_ACCOUNTANT if regime == "conservation-pair" else None
+        return EpsilonValue(eps, order, note, warns, details, accountant=shown)
 
     def assumptions(self, p: PrivacyParams, mode: str) -> list[str]:
         return (

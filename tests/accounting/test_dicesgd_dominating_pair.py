@@ -433,3 +433,16 @@ def test_monotone_in_g_across_rho_zero_and_never_below_the_exact_gaussian():
         lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - 1e-5, 0.0, 50.0
     )
     assert exact <= below.epsilon <= exact * (1 + 1e-6)
+
+
+def test_the_report_names_the_pair_when_it_gives_the_number() -> None:
+    """The pair's number is an (eps, delta) statement, not an RDP conversion: the report's
+    accountant says so (it said ``rdp``, next to an empty Renyi order); RDP regimes keep ``rdp``."""
+    from accounting.algorithms.dicesgd import PAIR_ACCOUNTANT
+    from dptheory import api
+
+    pair = api.epsilon(algo="dicesgd", noise_multiplier=79.72, delta=1e-5, grad_bound=11.0, defaults="paper")
+    assert pair.details["regime"] == "conservation-pair"
+    assert pair.accountant == PAIR_ACCOUNTANT and pair.order is None
+    flush = api.epsilon(algo="dicesgd", noise_multiplier=4.0, delta=1e-5, grad_bound=1.05, defaults="paper")
+    assert flush.details["regime"] == "flush" and flush.accountant == "rdp" and flush.order is not None
