@@ -33,6 +33,21 @@ def _problem(d: int, n: int = 40, seed: int = 0):
     return x0, loss, data
 
 
+def _optimizer_options(z: float, steps: int, seed: int) -> dict:
+    """The two reductions' shared optimizer settings; B = q N for the public N = 40 of
+    :func:`_problem` (the value the optimizer would fall back to, with a warning)."""
+    return dict(
+        lr=0.1,
+        sample_rate=0.25,
+        expected_batch_size=10.0,
+        noise_multiplier=z,
+        steps=steps,
+        seed=seed,
+        device="cpu",
+        gamma=0.01,
+    )
+
+
 def reduction_gap_d2psgd(d: int, steps: int = 5, seed: int = 0, z: float = 2.0) -> dict:
     """Alg. 1 with a fixed A = I_d (p = d) vs Alg. 2, same data, seed and noise draws.
 
@@ -44,17 +59,7 @@ def reduction_gap_d2psgd(d: int, steps: int = 5, seed: int = 0, z: float = 2.0) 
     from dptheory.optim.d2p2 import D2P2SGD, D2PSGD
 
     x0, loss, data = _problem(d, seed=seed)
-    # B = q N for the public N = 40 (the value the optimizer would fall back to, with a warning)
-    kw = dict(
-        lr=0.1,
-        sample_rate=0.25,
-        expected_batch_size=10.0,
-        noise_multiplier=z,
-        steps=steps,
-        seed=seed,
-        device="cpu",
-        gamma=0.01,
-    )
+    kw = _optimizer_options(z, steps, seed)
     a = D2P2SGD(x0, loss, data, projection="fixed", projection_dim=d, sigma_a=1.0, **kw)
     a.A = {"x": torch.eye(d, dtype=torch.float64)}
     a.generator.manual_seed(seed)  # the fixed-A draw consumed the stream: realign it
@@ -193,17 +198,7 @@ def reduction_gap_dp2sgd(d: int, p: int, z: float, steps: int = 5, seed: int = 0
     from dptheory.optim.d2p2 import D2P2SGD, DP2SGD
 
     x0, loss, data = _problem(d, seed=seed)
-    # B = q N for the public N = 40 (the value the optimizer would fall back to, with a warning)
-    kw = dict(
-        lr=0.1,
-        sample_rate=0.25,
-        expected_batch_size=10.0,
-        noise_multiplier=z,
-        steps=steps,
-        seed=seed,
-        device="cpu",
-        gamma=0.01,
-    )
+    kw = _optimizer_options(z, steps, seed)
     a = D2P2SGD(x0, loss, data, projection="fresh", projection_dim=p, sigma_a=1.0, **kw)
     b = DP2SGD(x0, loss, data, projection="fresh", projection_dim=p, sigma_a=1.0, **kw)
     gap = 0.0
