@@ -16,6 +16,7 @@ numpy/scipy only; reproducible from ``seed``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -99,11 +100,13 @@ def run_audit(
 
     name = algo.name
     if name == "dpsgd":
-        out = _audit_dpsgd(p)
+        with _pld_bar(progress, name) as bar:
+            out = _audit_dpsgd(p, bar)
     elif name == "clip21sgd2m":
         out = _audit_clip21(p)
     elif name in ("d2p2sgd", "d2psgd", "dp2sgd"):
-        out = _audit_d2p2(algo, p, seed)
+        with _pld_bar(progress, name) as bar:
+            out = _audit_d2p2(algo, p, seed, bar)
     elif name == "dicesgd":
         # The forward pass holds a (steps x states) table: audit the first DICE_MAX_STEPS steps
         # (ignoring later releases is post-processing, so the bound stays a lower bound).
@@ -138,11 +141,27 @@ def run_audit(
     )
 
 
-def _audit_dpsgd(p):
+@contextlib.contextmanager
+def _pld_bar(progress: bool, name: str):
+    """A tqdm bar over the PLD passes (two neighbour directions per sensitivity tried), or None;
+    closed (and erased) however the audit ends.  ``disable=None``: shown on a terminal only."""
+    if not progress:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=2, desc=f"{name} audit: exact PLD passes", unit="pass", leave=False, disable=None)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _audit_dpsgd(p, bar=None):
     from accounting.audit.dpsgd import PLD_METHOD, subsampled_instance_epsilon_lower
 
     eps = subsampled_instance_epsilon_lower(
-        p.sample_rate, [p.noise_multiplier], p.delta, counts=[int(p.steps)]
+        p.sample_rate, [p.noise_multiplier], p.delta, counts=[int(p.steps)], progress=bar
     )
     inst = (
         "1-D: the differing example's gradient has norm >= C (clipped to C), all others are 0; "
@@ -173,7 +192,7 @@ def _audit_clip21(p):
     return inst, eps, method, 1.0, checks, {"mu": mu}, []
 
 
-def _audit_d2p2(algo, p, seed):
+def _audit_d2p2(algo, p, seed, bar=None):
     from accounting.audit.d2p2 import fresh_projection_epsilon_lower, projection_factor
     from accounting.audit.dpsgd import PLD_MAX_STEPS, PLD_METHOD, subsampled_instance_epsilon_lower
 
@@ -190,7 +209,7 @@ def _audit_d2p2(algo, p, seed):
     if fresh:
         # Same mechanism and reading as the certified number: A_k redrawn every step, public.
         eps, factor, log_pg = fresh_projection_epsilon_lower(
-            p.sample_rate, z, counts, p.delta, int(p.projection_dim)
+            p.sample_rate, z, counts, p.delta, int(p.projection_dim), progress=bar
         )
         how = (
             f"fresh Gaussian A_k per step (public), p={p.projection_dim}: s_k = ||A_k^T u||/sqrt(p) ~ "
@@ -221,7 +240,9 @@ def _audit_d2p2(algo, p, seed):
                 fixed = fixed.with_(projection_sigma_max=smax * (1 + 1e-9))
             details["params_for_modes"] = fixed
         details["sensitivity_factor"] = factor
-        eps = subsampled_instance_epsilon_lower(p.sample_rate, z, p.delta, factor=factor, counts=counts)
+        eps = subsampled_instance_epsilon_lower(
+            p.sample_rate, z, p.delta, factor=factor, counts=counts, progress=bar
+        )
     inst = (
         f"{how}; the differing example's normalised gradient u (||u|| -> 1) gives projected sensitivity "
         f"s = ||A^T u||/sqrt(p) {'>=' if fresh else '='} {factor:.6g}; others 0; T={p.steps}, "

@@ -25,6 +25,7 @@ instance puts u on that A's top singular direction.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,13 @@ def projection_factor(d: int, p: int, seed: int) -> tuple[float, float | None, s
 
 
 def fresh_projection_epsilon_lower(
-    sample_rate: float, multipliers: np.ndarray, counts: np.ndarray, delta: float, p: int
+    sample_rate: float,
+    multipliers: np.ndarray,
+    counts: np.ndarray,
+    delta: float,
+    p: int,
+    *,
+    progress: Any = None,
 ) -> tuple[float, float, float]:
     """Lower bound on epsilon(delta) of D2P2-SGD with a fresh public Gaussian A_k every step.
 
@@ -84,13 +91,14 @@ def fresh_projection_epsilon_lower(
     ``delta(eps) >= P(G) delta_c(eps)`` with ``P(G) = P(chi^2_p >= p c^2)^T`` exactly, and
     ``eps_lower = sup{eps : delta_c(eps) > delta / P(G)}``.  c is chosen on a grid of quantiles
     (any c is valid; the largest bound is kept).  Returns ``(eps_lower, c, log P(G))``.
+    ``progress``: a tqdm-like bar; its total is set to the PLD passes (two per c) and advanced by each.
     """
     from scipy import stats
 
     from accounting.audit.dpsgd import subsampled_instance_epsilon_lower
 
     t = int(np.sum(counts))
-    best = (0.0, 0.0, 0.0)
+    candidates = []
     for tail in (0.5, 0.1, 0.02, 1e-3, 1e-5, 1e-8):  # per-step P(s_k < c)
         # lower quantile through ppf: isf(1 - tiny) rounds 1 - 1e-17 to 1 and returns c = 0
         c2 = float(stats.chi2.ppf(tail / max(t, 1), p)) / p
@@ -99,9 +107,16 @@ def fresh_projection_epsilon_lower(
         c = math.sqrt(c2)
         log_pg = t * float(stats.chi2.logsf(p * c * c, p))
         target = delta / math.exp(log_pg) if log_pg > math.log(delta) else 1.0
-        if not target < 1.0:
-            continue
-        eps = subsampled_instance_epsilon_lower(sample_rate, multipliers, target, factor=c, counts=counts)
+        if target < 1.0:
+            candidates.append((c, log_pg, target))
+    if progress is not None:
+        progress.total = 2 * len(candidates)
+        progress.refresh()
+    best = (0.0, 0.0, 0.0)
+    for c, log_pg, target in candidates:
+        eps = subsampled_instance_epsilon_lower(
+            sample_rate, multipliers, target, factor=c, counts=counts, progress=progress
+        )
         if eps > best[0]:
             best = (eps, c, log_pg)
     return best

@@ -10,6 +10,8 @@ The same instance serves D2P-SGD (schedules) and, with a sensitivity factor, D2P
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from accounting.audit.pld import subsampled_gaussian_epsilon_lower
@@ -34,6 +36,7 @@ def subsampled_instance_epsilon_lower(
     *,
     factor: float = 1.0,
     counts: np.ndarray | None = None,
+    progress: Any = None,
 ) -> float:
     """epsilon(delta) lower bound of steps with multipliers ``z_k`` and sensitivity ``factor``.
 
@@ -42,6 +45,7 @@ def subsampled_instance_epsilon_lower(
     for-privacy steps only (smallest z): ignoring the other releases is post-processing, so the
     result is still a lower bound.  A constant schedule also gets the sum test over all T steps
     (:mod:`accounting.audit.sum_test`, O(sqrt(T))); the larger of the two is returned.
+    ``progress``: a tqdm-like bar, advanced twice (once per neighbour direction of the PLD).
     """
     z = np.atleast_1d(np.asarray(multipliers, dtype=float)) / float(factor)
     c = np.ones(z.size, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
@@ -49,7 +53,7 @@ def subsampled_instance_epsilon_lower(
     order = np.argsort(z, kind="stable")
     z, c = z[order], c[order]
     keep = np.minimum(c, np.maximum(0, PLD_MAX_STEPS - (np.cumsum(c) - c)))
-    pld = subsampled_gaussian_epsilon_lower(sample_rate, np.repeat(z, keep), delta)
+    pld = subsampled_gaussian_epsilon_lower(sample_rate, np.repeat(z, keep), delta, progress=progress)
     if total > PLD_MAX_STEPS and np.all(z == z[0]):
         return max(pld, sum_test_epsilon_lower(sample_rate, float(z[0]), total, delta))
     return pld

@@ -23,6 +23,7 @@ Why the computed delta(eps) is a lower bound on the instance's true delta(eps):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import fft, optimize, special
@@ -185,7 +186,13 @@ def _composed(groups, h: float, direction: str) -> LossPmf:
 
 
 def subsampled_gaussian_epsilon_lower(
-    sample_rates, noise_multipliers, delta: float, *, h: float | None = None, max_groups: int = 48
+    sample_rates,
+    noise_multipliers,
+    delta: float,
+    *,
+    h: float | None = None,
+    max_groups: int = 48,
+    progress: Any = None,
 ) -> float:
     """Deterministic lower bound on epsilon(delta) of the composed subsampled-Gaussian instance.
 
@@ -197,6 +204,7 @@ def subsampled_gaussian_epsilon_lower(
     ``h`` is the loss grid (default ``1e-4 max(1, 1/min z)``).
     Multipliers below ``_Z_FLOOR`` (1e-4) are raised to it: the result stays a lower bound (extra
     noise is post-processing), and at z = 1e-4 the instance's epsilon is already ~1e8 or more.
+    ``progress``: a tqdm-like bar, advanced by one as each of the two directions is composed.
     """
     # More noise is post-processing (add independent N(0, z'^2 - z^2)), so a lower bound for the
     # instance with z raised to _Z_FLOOR is one for z too; below it z^2 underflows the loss range.
@@ -218,6 +226,8 @@ def subsampled_gaussian_epsilon_lower(
     best = 0.0
     for direction in ("add", "remove"):
         pmf = _composed(groups, h, direction)
+        if progress is not None:
+            progress.update(1)
         if pmf.delta(0.0) <= delta:
             continue
         top = float((pmf.offset + pmf.pmf.size) * h)

@@ -104,7 +104,10 @@ def run(args) -> int:
         raise InvalidParameter("--mode", "only applies with --eps (it picks how the noise is calibrated)")
 
     params = params_from_args(args)
-    result = run_audit(params, samples=samples, confidence=confidence, seed=int(seed), progress=True)
+    from dptheory.cli.progress import wanted
+
+    # a bar on a terminal only, never with --json (its machine-read runs stay quiet on stderr)
+    result = run_audit(params, samples=samples, confidence=confidence, seed=int(seed), progress=wanted(args))
     if mc_given and result.samples is None:
         raise InvalidParameter(mc_given[0], "does not apply: this instance's audit is exact (no sampling)")
     readings = claimed_by_reading(params) if result.algo == "dicesgd" else None

@@ -98,3 +98,16 @@ def test_flower_launcher_reports_rounds_as_the_server_records_them(tmp_path):
     assert seen == sorted(set(seen)) and seen[-1] >= 4 and len(seen) >= 3  # increasing, as they came
     with open(launch.round_path(result)) as fh:
         assert fh.read() == "5"
+
+
+@pytest.mark.parametrize("algo", ["dpsgd", "d2p2sgd"])
+def test_exact_pld_audits_show_their_passes_on_a_terminal_only(monkeypatch, capsys, algo):
+    """The PLD audits of the D2P family took ~19 s at the defaults with nothing on screen."""
+    argv = ["audit", "--algo", algo, "--noise-multiplier", "2", "--delta", "1e-5", "--steps", "50"]
+    rc, out, err = _run(monkeypatch, capsys, argv, tty=True)
+    assert rc == 0 and "exact PLD passes" in err
+    rc, out_plain, err_plain = _run(monkeypatch, capsys, argv, tty=False)
+    assert rc == 0 and "exact PLD passes" not in err_plain and out_plain == out
+    rc, out_json, err_json = _run(monkeypatch, capsys, [*argv, "--json"], tty=True)
+    assert rc == 0 and "exact PLD passes" not in err_json
+    json.loads(out_json)
