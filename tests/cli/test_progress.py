@@ -100,7 +100,7 @@ def test_flower_launcher_reports_rounds_as_the_server_records_them(tmp_path):
         assert fh.read() == "5"
 
 
-@pytest.mark.parametrize("algo", ["dpsgd", "d2p2sgd"])
+@pytest.mark.parametrize("algo", ["dpsgd", "dp2sgd"])
 def test_exact_pld_audits_show_their_passes_on_a_terminal_only(monkeypatch, capsys, algo):
     """The PLD audits of the D2P family took ~19 s at the defaults with nothing on screen."""
     argv = ["audit", "--algo", algo, "--noise-multiplier", "2", "--delta", "1e-5", "--steps", "50"]
@@ -111,3 +111,25 @@ def test_exact_pld_audits_show_their_passes_on_a_terminal_only(monkeypatch, caps
     rc, out_json, err_json = _run(monkeypatch, capsys, [*argv, "--json"], tty=True)
     assert rc == 0 and "exact PLD passes" not in err_json
     json.loads(out_json)
+
+
+def test_the_fresh_projection_audit_bar_counts_every_pld_pass() -> None:
+    """d2p2sgd's audit tries several sensitivities: the bar's total is set to all their passes."""
+    import numpy as np
+
+    from accounting.audit.d2p2 import fresh_projection_epsilon_lower
+
+    class Bar:
+        total, done = 2, 0
+
+        def update(self, n: int) -> None:
+            self.done += n
+
+        def refresh(self) -> None:
+            pass
+
+    bar = Bar()
+    eps, _, _ = fresh_projection_epsilon_lower(
+        0.02, np.array([2.0]), np.array([20]), 1e-5, 1000, progress=bar
+    )
+    assert eps > 0 and bar.total == bar.done == 12  # six sensitivities, two directions each
