@@ -142,19 +142,24 @@ def run_audit(
 
 
 @contextlib.contextmanager
-def _pld_bar(progress: bool, name: str):
-    """A tqdm bar over the PLD passes (two neighbour directions per sensitivity tried), or None;
-    closed (and erased) however the audit ends.  ``disable=None``: shown on a terminal only."""
+def _bar(progress: bool, total: int, desc: str, unit: str):
+    """A tqdm bar, or None without ``progress``; closed (and erased) however the audit ends.
+    ``disable=None``: shown on a terminal only."""
     if not progress:
         yield None
         return
     from tqdm import tqdm
 
-    bar = tqdm(total=2, desc=f"{name} audit: exact PLD passes", unit="pass", leave=False, disable=None)
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False, disable=None)
     try:
         yield bar
     finally:
         bar.close()
+
+
+def _pld_bar(progress: bool, name: str):
+    """:func:`_bar` over the PLD passes: two neighbour directions per sensitivity tried."""
+    return _bar(progress, 2, f"{name} audit: exact PLD passes", "pass")
 
 
 def _audit_dpsgd(p, bar=None):
@@ -335,20 +340,10 @@ def _audit_dicesgd(p, samples, confidence, seed, progress):
             details,
             [],
         )
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(
-            total=2 * samples, desc="dicesgd audit trajectories", unit="traj", leave=False, disable=None
-        )
-    try:
+    with _bar(progress, 2 * samples, "dicesgd audit trajectories", "traj") as bar:
         eps, mc = dicesgd_epsilon_lower(
             inst, p.delta, samples=samples, confidence=confidence, seed=seed, progress=bar
         )
-    finally:
-        if bar is not None:
-            bar.close()
     details.update(mc)
     details["monte_carlo"] = True
     method = (

@@ -7,6 +7,7 @@ value and does skip there (one schedule reaching sigma = 1e150 took two minutes 
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
@@ -38,13 +39,9 @@ def test_skipping_the_chord_changes_no_bit(log_q, log_sigma, spread, steps, extr
     sig = 10.0**log_sigma * np.exp(spread * np.linspace(-1.0, 1.0, steps))
     with_skip = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
     total_skip = subsampled_gaussian_rdp(q, sig[0], orders, steps=7).rdp
-    original = _frac_chord._chord_cannot_win
-    _frac_chord._chord_cannot_win = _never_skip
-    try:
+    with mock.patch.object(_frac_chord, "_chord_cannot_win", _never_skip):
         without = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
         total_without = subsampled_gaussian_rdp(q, sig[0], orders, steps=7).rdp
-    finally:
-        _frac_chord._chord_cannot_win = original
     assert _same_bits(with_skip, without)
     assert _same_bits(total_skip, total_without)
 
@@ -83,13 +80,10 @@ def test_the_chord_first_at_huge_noise_changes_no_bit(log_q, log_sigma, spread, 
     sig = 10.0 ** (log_sigma - spread * np.linspace(0.0, 1.0, steps))
     chord_first = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
     total_first = subsampled_gaussian_rdp(q, sig[0], orders, steps=7)
-    below = _frac_chord.CHORD_WINS_BELOW
-    _frac_chord.CHORD_WINS_BELOW = -math.inf  # no chord wins first: every row runs the series
-    try:
+    # no chord wins first: every row runs the series
+    with mock.patch.object(_frac_chord, "CHORD_WINS_BELOW", -math.inf):
         series = subsampled_gaussian_rdp_steps(np.full(steps, q), sig, orders)
         total_series = subsampled_gaussian_rdp(q, sig[0], orders, steps=7)
-    finally:
-        _frac_chord.CHORD_WINS_BELOW = below
     assert _same_bits(chord_first, series)
     assert _same_bits(total_first.rdp, total_series.rdp) and total_first.dropped == total_series.dropped
 
