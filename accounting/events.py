@@ -159,13 +159,14 @@ def _as_float_tuple(option: str, values: Any, *, check) -> tuple[float, ...]:
         raise InvalidParameter(option, f"must be one number per step (got shape {arr.shape})")
     if arr.size == 0:
         raise InvalidParameter("--steps", "a schedule needs at least one step (got 0 values)")
+    # Reuse the scalar check so the message matches the scalar case exactly.
+    check_scalar = validate.rate if option == "--sample-rate" else validate.positive
     bad = ~check(arr)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        # Reuse the scalar check so the message matches the scalar case exactly.
-        check_scalar = validate.rate if option == "--sample-rate" else validate.positive
+    # the float entries that fail, then the exact ones (a Fraction just above 1 is the float 1.0)
+    suspects = [(int(k), float(arr[k])) for k in np.flatnonzero(bad)[:1]] + validate.exact_entries(values)
+    for k, v in suspects:
         try:
-            check_scalar(option, float(arr[k]))
+            check_scalar(option, v)
         except InvalidParameter as err:
             raise InvalidParameter(option, f"step {k + 1}: {err.message}") from None
     return tuple(arr.tolist())

@@ -6,6 +6,7 @@ import math
 import numbers
 from collections.abc import Mapping, Set
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -44,10 +45,19 @@ def _finite(option: str, value: float) -> float:
     return v
 
 
+def _exact(value: object, v: float) -> object:
+    """The value to range-check besides its float ``v``: an ``int``, ``Fraction`` or ``Decimal``
+    itself, since its float may round into the range (``Decimal('1.0000000000000000001')`` is the
+    float 1.0, and ``Fraction(10**20 + 1, 10**17)`` the float 1000.0); ``v`` for binary floats."""
+    if isinstance(value, numbers.Integral | Fraction | Decimal) and not isinstance(value, bool | np.bool_):
+        return value
+    return v
+
+
 def positive(option: str, value: float) -> float:
     """Finite and > 0."""
     v = _finite(option, value)
-    if v <= 0:
+    if v <= 0 or _exact(value, v) <= 0:
         raise InvalidParameter(option, f"must be > 0 (got {value!r})")
     return v
 
@@ -55,7 +65,7 @@ def positive(option: str, value: float) -> float:
 def nonnegative(option: str, value: float) -> float:
     """Finite and >= 0."""
     v = _finite(option, value)
-    if v < 0:
+    if v < 0 or _exact(value, v) < 0:
         raise InvalidParameter(option, f"must be >= 0 (got {value!r})")
     return v
 
@@ -63,7 +73,7 @@ def nonnegative(option: str, value: float) -> float:
 def open_unit(option: str, value: float) -> float:
     """Finite and in the open interval (0, 1)."""
     v = _finite(option, value)
-    if not 0 < v < 1:
+    if not (0 < v < 1 and 0 < _exact(value, v) < 1):
         raise InvalidParameter(option, f"must be in (0, 1) (got {value!r})")
     return v
 
@@ -71,7 +81,7 @@ def open_unit(option: str, value: float) -> float:
 def rate(option: str, value: float) -> float:
     """A sampling rate in (0, 1]."""
     v = _finite(option, value)
-    if not 0 < v <= 1:
+    if not (0 < v <= 1 and 0 < _exact(value, v) <= 1):
         raise InvalidParameter(option, f"must be in (0, 1] (got {value!r})")
     return v
 
@@ -85,7 +95,8 @@ def positive_int(option: str, value: int | float) -> int:
         n = int(value)
     else:
         v = _finite(option, value)
-        if v != math.floor(v):
+        x = _exact(value, v)
+        if v != math.floor(v) or x != math.floor(x):
             raise InvalidParameter(option, f"must be an integer >= 1 (got {_shown(value)})")
         if abs(v) >= MAX_COUNT:  # a float this large may already be a rounded integer
             raise InvalidParameter(
@@ -142,12 +153,26 @@ def _finite_array(option: str, values: object) -> np.ndarray:
     return arr
 
 
+def exact_entries(values: object) -> list[tuple[int, object]]:
+    """``(index, entry)`` for the int, ``Fraction`` and ``Decimal`` entries of a sequence that numpy
+    holds as objects (flattened order): their floats may round into a range they are outside (see
+    :func:`_exact`), so range checks look at them too."""
+    arr = np.asarray(values)
+    if arr.dtype.kind != "O":
+        return []
+    kinds = numbers.Integral | Fraction | Decimal
+    return [(k, v) for k, v in enumerate(arr.reshape(-1)) if isinstance(v, kinds)]
+
+
 def positive_array(option: str, values: object) -> np.ndarray:
     """Every entry finite and > 0 (per-step arrays such as noise schedules)."""
     arr = _finite_array(option, values)
     bad = arr[arr <= 0]
     if bad.size:
         raise InvalidParameter(option, f"must be > 0 (got {float(bad.reshape(-1)[0])!r})")
+    for _, x in exact_entries(values):
+        if x <= 0:
+            raise InvalidParameter(option, f"must be > 0 (got {_shown(x)})")
     return arr
 
 
@@ -157,4 +182,7 @@ def rate_array(option: str, values: object) -> np.ndarray:
     bad = arr[(arr <= 0) | (arr > 1)]
     if bad.size:
         raise InvalidParameter(option, f"must be in (0, 1] (got {float(bad.reshape(-1)[0])!r})")
+    for _, x in exact_entries(values):
+        if not 0 < x <= 1:
+            raise InvalidParameter(option, f"must be in (0, 1] (got {_shown(x)})")
     return arr

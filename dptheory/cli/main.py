@@ -19,6 +19,7 @@ import re
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from accounting.errors import InvalidParameter, cli_spelling
 from dptheory.extras import MissingExtra, missing_extra_message
@@ -57,11 +58,46 @@ def shorten(message: str) -> str:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse prints usage plus the error on two lines; we want one line and exit 2."""
+    """argparse with three changes: an error is one line and exit 2 (argparse prints the usage
+    too); an option's name must be spelt out (``--del`` is not ``--delta``: a prefix silently
+    changes meaning when an option is added); an option that takes a value may be given once
+    (argparse keeps the last, so ``... --delta 1e-5 --delta 0.5`` would quietly use 0.5)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"{self.prog}: error: {shorten(message)}\n")
         raise SystemExit(2)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._check_option_names(sys.argv[1:] if args is None else list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _check_option_names(self, args: list[str]) -> None:
+        """One error line for a prefix of an option's name, and for an option with a value given
+        twice under any of its names (the tokens up to ``--``; a subcommand's options are checked
+        by the subcommand's parser, which sees them before argparse reports a missing one)."""
+        seen: dict[str, str] = {}
+        for token in args:
+            if token == "--":
+                break
+            name = token.split("=", 1)[0] if token.startswith("--") else token
+            action = self._option_string_actions.get(name)
+            if action is None and name.startswith("--"):
+                near = sorted(o for o in self._option_string_actions if o.startswith(name))
+                if near:  # argparse would first complain about a required option it never saw
+                    guess = " or ".join(near[:3])
+                    self.error(f"unknown option {name}: options are spelt in full (did you mean {guess}?)")
+            if not isinstance(action, argparse._StoreAction):
+                continue
+            if action.dest in seen:
+                also = "" if seen[action.dest] == name else f" (as {seen[action.dest]} and {name})"
+                self.error(
+                    f"argument {name}: given more than once{also}; give it once (the last would silently win)"
+                )
+            seen[action.dest] = name
 
 
 def build_parser() -> OneLineParser:
@@ -244,9 +280,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         # An input or output path that failed after the up-front checks (disk full, a file that
         # vanished): still one line, never a traceback.
-        where = f" '{exc.filename}'" if exc.filename else ""
-        sys.stderr.write(f"dptheory {args.command}: error: cannot access{where}: {exc.strerror or exc}\n")
+        what = f"cannot access '{exc.filename}'" if exc.filename else _unnamed_failure(exc)
+        sys.stderr.write(f"dptheory {args.command}: error: {what}: {exc.strerror or exc}\n")
         return 2
+
+
+def _unnamed_failure(exc: OSError) -> str:
+    """What an OSError without a file name failed on.  A write to an open stream (standard output
+    under ``> /dev/full``, a report file as the disk fills) raises one with no name: it is told
+    apart by its errno, and named as the output."""
+    import errno
+
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+        return "cannot write the output"
+    return "cannot access a file or stream"
 
 
 if __name__ == "__main__":

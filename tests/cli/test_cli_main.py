@@ -6,6 +6,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 from dptheory.cli import main as cli
 
 
@@ -28,3 +30,52 @@ def test_oserror_escaping_a_command_is_one_line_exit_two(monkeypatch, capsys) ->
     assert cli.main(["x"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "/nowhere/x" in err and "Traceback" not in err
+
+
+def test_a_full_disk_under_stdout_is_named_as_the_output() -> None:
+    """``> /dev/full``: the write error carries no file name; the line says the output failed."""
+    cmd = f"{sys.executable} -m dptheory.cli.main epsilon --algo dpsgd --noise-multiplier 1"
+    cmd += " --delta 1e-5 --sample-rate 0.1 --steps 10 --json > /dev/full"
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr == "dptheory epsilon: error: cannot write the output: No space left on device\n"
+
+
+EPS = ["epsilon", "--algo", "dpsgd", "--noise-multiplier", "1", "--sample-rate", "0.1", "--steps", "10"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        ([*EPS, "--delta", "1e-5", "--delta", "0.5"], "--delta: given more than once"),
+        ([*EPS, "--delta=1e-5", "--delta", "0.5"], "--delta: given more than once"),
+        (["calibrate", "--eps", "2", "--eps", "8", "--delta", "1e-5", "--algo", "dpsgd"], "--eps"),
+        ([*EPS, "--delta", "1e-5", "--steps", "10"], "--steps: given more than once"),
+    ],
+)
+def test_an_option_given_twice_is_refused(argv: list[str], named: str, capsys) -> None:
+    """argparse keeps the last value: a script appending ``--delta 0.5`` would silently change δ."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "silently" in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "guess"),
+    [
+        (["epsilon", "--algo", "dpsgd", "--noise-mu", "1", "--del", "1e-5"], "--noise-multiplier"),
+        (["calibrate", "--eps", "2", "--del", "1e-5", "--algo", "dpsgd"], "--delta"),
+    ],
+)
+def test_a_prefix_of_an_option_is_not_the_option(argv: list[str], guess: str, capsys) -> None:
+    """Prefixes are refused (adding an option later would change what one means), with a guess,
+    before argparse's complaint about the required option the prefix was meant to be."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "spelt in full" in err and guess in err, err
+
+
+def test_repeatable_options_and_flags_still_repeat(capsys) -> None:
+    argv = ["verify", "--claim", "dicesgd.lemma-a1", "--claim", "d2p2.lemma4", "--quick", "--json", "--json"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().out.lstrip().startswith("[")
