@@ -64,3 +64,15 @@ def quick_run(quick_results):
         return claim.run(Context(seed=0, quick=True), premises=premises)
 
     return run
+
+
+def pytest_collection_finish(session) -> None:  # noqa: ARG001
+    """Move what collection built (torch, sympy, scipy, the test modules: ~420k objects) out of the
+    garbage collector's sight.  They live to the end of the session anyway; without this every
+    full collection walks them again (28 per session), and so does pytest's collection at exit.
+    About 2.5 s of the suite's CPU in back-to-back runs; objects the tests create are collected as
+    before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
