@@ -150,19 +150,17 @@ class SubsampledGaussianEvent:
 
 
 def _as_float_tuple(option: str, values: Any, *, check) -> tuple[float, ...]:
-    """Validate a 1-D sequence of numbers vectorised (T may be 1e5) and return a float tuple."""
-    try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidParameter(option, f"must be a sequence of numbers (got {values!r:.80})") from None
-    if arr.ndim != 1:
-        raise InvalidParameter(option, f"must be one number per step (got shape {arr.shape})")
+    """Validate a 1-D sequence of numbers vectorised (T may be 1e5) and return a float tuple.
+
+    Numbers only, as everywhere in the API (:func:`accounting.validate.real_array`: no strings,
+    bools or mappings); ints, Fractions and Decimals are range-checked as themselves."""
+    arr = validate.real_array(option, values)
     if arr.size == 0:
         raise InvalidParameter("--steps", "a schedule needs at least one step (got 0 values)")
     # Reuse the scalar check so the message matches the scalar case exactly.
     check_scalar = validate.rate if option == "--sample-rate" else validate.positive
     bad = ~check(arr)
-    # the float entries that fail, then the exact ones (a Fraction just above 1 is the float 1.0)
+    # the first float entry that fails, then the exact ones (a Fraction just above 1 is the float 1.0)
     suspects = [(int(k), float(arr[k])) for k in np.flatnonzero(bad)[:1]] + validate.exact_entries(values)
     for k, v in suspects:
         try:

@@ -3,7 +3,8 @@
 ``Decimal('1.0000000000000000001')`` is the float 1.0 and ``Fraction(10**20 + 1, 10**17)`` the float
 1000.0: a rate just above 1 or a step count just off an integer was accepted as the nearby valid
 value.  Counts must be integers and rates lie in (0, 1], exactly; values that are exactly valid
-(``Decimal('0.01')``, ``Fraction(2000, 2)``) keep working.
+(``Decimal('0.01')``, ``Fraction(2000, 2)``) keep working.  A schedule event's sequences hold
+numbers, not text or bools, as every other public function's do.
 """
 
 from __future__ import annotations
@@ -79,3 +80,12 @@ def test_arrays_of_exact_values_are_checked_exactly() -> None:
     with pytest.raises(InvalidParameter, match="noise"):
         validate.positive_array("noise", [Decimal("1"), Decimal("-1e-400")])
     assert validate.rate_array("sample_rate", [Fraction(1, 2), 1]).tolist() == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("values", [["1.5", "2"], [True, 2.0], ("1", 2.0), [1.0, None]])
+def test_schedule_values_are_numbers_not_text(values) -> None:
+    """A schedule event takes numbers, as every public function does: ``"1.5"`` was parsed."""
+    with pytest.raises(InvalidParameter, match="must be a sequence of numbers"):
+        ScheduleEvent(0.01, values)
+    with pytest.raises(InvalidParameter, match="must be a sequence of numbers"):
+        ScheduleEvent(values, (1.0, 2.0))
