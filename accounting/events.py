@@ -152,16 +152,16 @@ class SubsampledGaussianEvent:
 def _as_float_tuple(option: str, values: Any, *, check) -> tuple[float, ...]:
     """Validate a 1-D sequence of numbers vectorised (T may be 1e5) and return a float tuple.
 
-    Numbers only, as everywhere in the API (:func:`accounting.validate.real_array`: no strings,
-    bools or mappings); ints, Fractions and Decimals are range-checked as themselves."""
-    arr = validate.real_array(option, values)
+    Numbers only, as everywhere in the API (:func:`accounting.validate.real_values`: no strings,
+    bools or mappings); Fractions and Decimals are range-checked as themselves."""
+    arr, exact = validate.real_array_exact(option, values)
     if arr.size == 0:
         raise InvalidParameter("--steps", "a schedule needs at least one step (got 0 values)")
     # Reuse the scalar check so the message matches the scalar case exactly.
     check_scalar = validate.rate if option == "--sample-rate" else validate.positive
     bad = ~check(arr)
     # the first float entry that fails, then the exact ones (a Fraction just above 1 is the float 1.0)
-    suspects = [(int(k), float(arr[k])) for k in np.flatnonzero(bad)[:1]] + validate.exact_entries(values)
+    suspects = [(int(k), float(arr[k])) for k in np.flatnonzero(bad)[:1]] + exact
     for k, v in suspects:
         try:
             check_scalar(option, v)

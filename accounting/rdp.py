@@ -83,8 +83,7 @@ def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np
     the pad, half of random cases come out up to 1.9e-16 relative below the exact value).
     """
     o = orders_array(orders)
-    sig = np.asarray(noise_multiplier, dtype=float)
-    validate.positive_array("--noise-multiplier", sig)
+    sig = validate.positive_array("--noise-multiplier", noise_multiplier)
     with np.errstate(over="ignore", divide="ignore"):  # z^2 underflows to 0 below ~1e-162: RDP inf
         if sig.ndim == 0:
             z = float(sig)
@@ -95,10 +94,9 @@ def gaussian_rdp(noise_multiplier: float | np.ndarray, orders: np.ndarray) -> np
 
 
 def _as_step_arrays(sample_rate, noise_multiplier) -> tuple[np.ndarray, np.ndarray]:
-    q = np.atleast_1d(np.asarray(sample_rate, dtype=float)).reshape(-1)
-    sig = np.atleast_1d(np.asarray(noise_multiplier, dtype=float)).reshape(-1)
-    validate.rate_array("--sample-rate", q)
-    validate.positive_array("--noise-multiplier", sig)
+    # checked as given, before any float conversion (a Decimal just above 1 is the float 1.0)
+    q = np.atleast_1d(validate.rate_array("--sample-rate", sample_rate)).reshape(-1)
+    sig = np.atleast_1d(validate.positive_array("--noise-multiplier", noise_multiplier)).reshape(-1)
     if q.size != sig.size:
         if q.size == 1:
             q = np.full(sig.size, q[0])

@@ -80,12 +80,13 @@ class OneLineParser(argparse.ArgumentParser):
         twice under any of its names (the tokens up to ``--``; a subcommand's options are checked
         by the subcommand's parser, which sees them before argparse reports a missing one)."""
         seen: dict[str, str] = {}
+        commands = self._subparsers._group_actions[0].choices if self._subparsers else {}
         for token in args:
-            if token == "--":
+            if token == "--" or token in commands:  # the subcommand's parser checks the rest
                 break
             name = token.split("=", 1)[0] if token.startswith("--") else token
             action = self._option_string_actions.get(name)
-            if action is None and name.startswith("--"):
+            if action is None and name.startswith("--") and len(name) > 2:
                 near = sorted(o for o in self._option_string_actions if o.startswith(name))
                 if near:  # argparse would first complain about a required option it never saw
                     guess = " or ".join(near[:3])
@@ -288,10 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _unnamed_failure(exc: OSError) -> str:
     """What an OSError without a file name failed on.  A write to an open stream (standard output
     under ``> /dev/full``, a report file as the disk fills) raises one with no name: it is told
-    apart by its errno, and named as the output."""
+    apart by an errno that only a write raises, and named as the output."""
     import errno
 
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO):
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):  # only writes fail so (not EIO)
         return "cannot write the output"
     return "cannot access a file or stream"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from decimal import Decimal, InvalidOperation
 
 from accounting.printed import DOWN, UP, fmt  # re-exported: the one formatting rule of printed numbers
 
@@ -42,7 +43,23 @@ def number(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} underflows to 0 in double precision (|x| > 2.2e-308)")
     if v != 0.0 and abs(v) < 2.2250738585072014e-308:
         raise argparse.ArgumentTypeError(f"{text!r} is subnormal in double precision (|x| > 2.2e-308)")
+    if v == math.floor(v) and abs(v) < _MAX_INT and not _names_the_integer(raw, v):
+        # '1.0000000000000000001' is the float 1.0: a rate that passes (0, 1], a count that passes
+        # "integral", although the number typed is neither.  The Python API checks such a
+        # Decimal exactly; here the text is the exact value.
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an integer but rounds to {int(v)} in double precision; write {int(v)}"
+        )
     return v
+
+
+def _names_the_integer(raw: str, v: float) -> bool:
+    """Whether the literal ``raw`` is exactly the integer ``v`` (``1e3``, ``1000.000``), read as a
+    decimal; text that ``float`` reads and ``Decimal`` does not is taken as meant."""
+    try:
+        return Decimal(raw) == int(v)
+    except InvalidOperation:
+        return True
 
 
 def integer(text: str) -> int:

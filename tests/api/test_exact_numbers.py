@@ -9,15 +9,18 @@ numbers, not text or bools, as every other public function's do.
 
 from __future__ import annotations
 
+from collections import deque
 from decimal import Decimal
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import dptheory
 from accounting import validate
 from accounting.errors import InvalidParameter
 from accounting.events import ScheduleEvent
+from accounting.rdp import gaussian_rdp, subsampled_gaussian_rdp
 
 BASE = dict(noise_multiplier=1.0, delta=1e-5, algo="dpsgd", sample_rate=0.01, steps=1000)
 
@@ -89,3 +92,34 @@ def test_schedule_values_are_numbers_not_text(values) -> None:
         ScheduleEvent(0.01, values)
     with pytest.raises(InvalidParameter, match="must be a sequence of numbers"):
         ScheduleEvent(values, (1.0, 2.0))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[Decimal("sNaN"), 1.0], [10**400], [True, 2], deque([True, 2.0]), (v for v in [1.0])],
+)
+def test_sequences_that_are_not_float_numbers_name_the_parameter(values) -> None:
+    """A signalling NaN, an int beyond any float, a bool among ints (numpy makes them int64) or
+    in a deque, a generator: each an InvalidParameter, not numpy's ValueError or OverflowError."""
+    with pytest.raises(InvalidParameter, match="--noise-multiplier"):
+        ScheduleEvent(0.5, values)
+
+
+def test_the_rdp_functions_check_what_they_are_given() -> None:
+    """accounting.rdp is public: its inputs are checked before they become floats."""
+    orders = np.array([2.0, 8.0])
+    with pytest.raises(InvalidParameter, match="sample-rate"):
+        subsampled_gaussian_rdp(Decimal("1.0000000000000000001"), 1.0, orders)
+    with pytest.raises(InvalidParameter, match="sample-rate"):
+        subsampled_gaussian_rdp([Fraction(10**20 + 1, 10**20)], [1.0], orders)
+    with pytest.raises(InvalidParameter, match="noise-multiplier"):
+        gaussian_rdp("2", orders)
+    exact = subsampled_gaussian_rdp(Fraction(1, 2), Decimal(2), orders).rdp
+    assert np.array_equal(exact, subsampled_gaussian_rdp(0.5, 2.0, orders).rdp)
+
+
+def test_a_value_that_rounds_onto_a_bound_says_so() -> None:
+    """Decimal('0.9999999999999999999999') is in (0, 1) but its float is 1.0: refused, and the
+    message shows the float, so that it does not read as a wrong refusal."""
+    with pytest.raises(InvalidParameter, match=r"whose float is 1\.0"):
+        validate.open_unit("delta", Decimal("0.9999999999999999999999"))

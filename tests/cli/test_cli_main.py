@@ -79,3 +79,44 @@ def test_repeatable_options_and_flags_still_repeat(capsys) -> None:
     argv = ["verify", "--claim", "dicesgd.lemma-a1", "--claim", "d2p2.lemma4", "--quick", "--json", "--json"]
     assert cli.main(argv) == 0
     assert capsys.readouterr().out.lstrip().startswith("[")
+
+
+@pytest.mark.parametrize(
+    ("option", "text"), [("--sample-rate", "1.0000000000000000001"), ("--steps", "1000.00000000000000000001")]
+)
+def test_a_literal_that_only_rounds_to_an_integer_is_refused(option: str, text: str, capsys) -> None:
+    """float('1.0000000000000000001') is 1.0: the rate passed (0, 1] and the count passed
+    "integral".  The Python API refuses the same Decimal; the CLI reads the text exactly."""
+    argv = ["epsilon", "--algo", "dpsgd", "--noise-multiplier", "1", "--delta", "1e-5"]
+    argv += ["--sample-rate", "0.5", "--steps", "100"]
+    argv[argv.index(option) + 1] = text
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and option in err and "rounds to" in err, err
+    argv[argv.index(text)] = "1e0" if option == "--sample-rate" else "1e2"  # exact literals still pass
+    assert cli.main(argv) == 0
+
+
+def test_option_names_are_checked_by_the_parser_they_belong_to(capsys) -> None:
+    """After the subcommand, --ver is the subcommand's unknown argument: no guess of the top-level
+    --version, which epsilon refuses; '--=x' prefixes no option."""
+    assert cli.main([*EPS, "--delta", "1e-5", "--ver"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--ver" in err and "--version" not in err, err
+    assert cli.main(["--=x"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_an_unnamed_read_error_is_not_called_a_write(monkeypatch, capsys) -> None:
+    import errno
+
+    def handler(args):
+        raise OSError(errno.EIO, "Input/output error")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    args = types.SimpleNamespace(handler=handler, command="x")
+    monkeypatch.setattr(parser, "parse_args", lambda argv: args)
+    assert cli.main(["x"]) == 2
+    err = capsys.readouterr().err
+    assert err == "dptheory x: error: cannot access a file or stream: Input/output error\n"
