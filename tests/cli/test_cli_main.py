@@ -19,16 +19,23 @@ def test_closed_pipe_is_quiet() -> None:
     assert out.stderr == ""
 
 
-def test_oserror_escaping_a_command_is_one_line_exit_two(monkeypatch, capsys) -> None:
+def _stderr_when_the_command_raises(exc: OSError, monkeypatch, capsys) -> str:
+    """Run a command whose handler raises ``exc``: exit status 2, and what stderr got."""
+
     def handler(args):
-        raise FileNotFoundError(2, "No such file or directory", "/nowhere/x")
+        raise exc
 
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     args = types.SimpleNamespace(handler=handler, command="x")
     monkeypatch.setattr(parser, "parse_args", lambda argv: args)
     assert cli.main(["x"]) == 2
-    err = capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+def test_oserror_escaping_a_command_is_one_line_exit_two(monkeypatch, capsys) -> None:
+    exc = FileNotFoundError(2, "No such file or directory", "/nowhere/x")
+    err = _stderr_when_the_command_raises(exc, monkeypatch, capsys)
     assert err.count("\n") == 1 and "/nowhere/x" in err and "Traceback" not in err
 
 
@@ -108,15 +115,9 @@ def test_option_names_are_checked_by_the_parser_they_belong_to(capsys) -> None:
 
 
 def test_an_unnamed_read_error_is_not_called_a_write(monkeypatch, capsys) -> None:
+    """EIO comes from reads too (standard input, a schedule file): only write-only errnos are
+    named as the output."""
     import errno
 
-    def handler(args):
-        raise OSError(errno.EIO, "Input/output error")
-
-    parser = cli.build_parser()
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
-    args = types.SimpleNamespace(handler=handler, command="x")
-    monkeypatch.setattr(parser, "parse_args", lambda argv: args)
-    assert cli.main(["x"]) == 2
-    err = capsys.readouterr().err
+    err = _stderr_when_the_command_raises(OSError(errno.EIO, "Input/output error"), monkeypatch, capsys)
     assert err == "dptheory x: error: cannot access a file or stream: Input/output error\n"
