@@ -26,6 +26,7 @@ import math
 import numpy as np
 import torch
 
+from accounting.errors import InvalidParameter
 from dptheory.problems.base import Problem, check_positive
 
 
@@ -62,8 +63,20 @@ def huber_losses(cp: float, xi: torch.Tensor):
     return losses
 
 
+#: The instance has ceil(C) + 2 samples: C is capped where that reaches the toy problems' size cap
+#: (``--dim``'s 4096).  Uncapped, ``--c1 1e300`` asked for a list of 1e300 entries (a traceback)
+#: and ``--c1 1e9`` for 8 GB.
+MAX_SAMPLES = 4096
+
+
 def build(*, c: float = 1.0, x0: float = 1.0) -> Problem:
     c = check_positive("--c1", c)
+    if c > MAX_SAMPLES - 2:
+        raise InvalidParameter(
+            "--c1",
+            f"must be at most {MAX_SAMPLES - 2} for --problem dicesgd-b1, whose ceil(C) + 2 samples "
+            f"are capped at {MAX_SAMPLES} (got {c:g})",
+        )
     cp = float(math.ceil(c) + 1)
     n = int(cp) + 1
     xi = np.array([-1.0] * int(cp) + [cp])
