@@ -28,6 +28,7 @@ import torch
 
 from accounting.errors import InvalidParameter
 from dptheory.problems.base import Problem, check_positive
+from dptheory.runner import MAX_DIM
 
 
 def huber_of_residual(r: torch.Tensor, cp: float) -> torch.Tensor:
@@ -64,9 +65,9 @@ def huber_losses(cp: float, xi: torch.Tensor):
 
 
 #: The instance has ceil(C) + 2 samples: C is capped where that reaches the toy problems' size cap
-#: (``--dim``'s 4096).  Uncapped, ``--c1 1e300`` asked for a list of 1e300 entries (a traceback)
-#: and ``--c1 1e9`` for 8 GB.
-MAX_SAMPLES = 4096
+#: (``dptheory run``'s, as for ``--dim``).  Uncapped, ``--c1 1e300`` asked for a list of 1e300
+#: entries (a traceback) and ``--c1 1e9`` for 8 GB.
+MAX_SAMPLES = MAX_DIM
 
 
 def build(*, c: float = 1.0, x0: float = 1.0) -> Problem:
