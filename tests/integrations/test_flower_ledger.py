@@ -185,6 +185,30 @@ def test_run_config_can_add_privacy_never_remove_it() -> None:
     assert out.has_error() and "noise_multiplier" in out.error.reason
 
 
+def test_run_config_delta_can_only_tighten() -> None:
+    """A run config's target-delta of 0.5 used to replace the constructor's 1e-5: the budget check
+    and the reported epsilon then held at delta 0.5 (3 messages under max-epsilon 8 instead of 0)."""
+    mod = PrivacyLedgerMod(clipping_norm=1.0, noise_multiplier=1.0, target_delta=1e-5, max_epsilon=8.0)
+    assert mod.settings(_context(run_config={"target-delta": 0.5}))[2] == 1e-5
+    assert mod.settings(_context(run_config={"target-delta": 1e-9}))[2] == 1e-9
+    only_run = PrivacyLedgerMod(clipping_norm=1.0, noise_multiplier=1.0)
+    assert only_run.settings(_context(run_config={"target-delta": 1e-6}))[2] == 1e-6
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_a_non_finite_reply_is_not_sent(bad: float) -> None:
+    """A NaN made the update's norm NaN and the clip factor min(1, C / nan) = 1: the other entries
+    went out unclipped while the ledger charged a clipped message.  Now an error reply, nothing
+    spent."""
+    mod = PrivacyLedgerMod(clipping_norm=1.0, noise_multiplier=1e-6, target_delta=1e-5, seed=0)
+    ctx = _context()
+    call_next, calls = _inner(np.array([bad, 1000.0, 2000.0, 3000.0]))
+    out = mod(_train_msg(np.zeros(4)), ctx, call_next)
+    assert calls and out.has_error() and "NaN or inf" in out.error.reason
+    assert not out.has_content()
+    assert PrivacyLedgerMod.ledger(ctx).messages == 0
+
+
 def test_numpyclient_app_reports_epsilon_to_the_server() -> None:
     """A plain NumPyClient ClientApp with the mod in one line: the server reads each client's
     epsilon out of the FitRes metrics (Flower's own conversion), and the collector agrees with

@@ -191,3 +191,50 @@ def test_get_epsilon_names_method() -> None:
         with pytest.raises(InvalidParameter) as info:
             acc.get_privacy_spent(delta=DELTA, method=bad)
         assert info.value.option == "method"
+
+
+def test_history_edited_in_place_is_what_epsilon_certifies() -> None:
+    """``history`` is the live list, as in Opacus, where code appends to it.  An append, a replaced
+    entry or a clear() used to change the history but not the RDP total: 1010 steps certified as
+    the first 10 (epsilon 1.04 where Opacus gives 136), a z = 0 step as private, and cleared steps
+    coming back at the next step.  Each now rebuilds the total from the history, as the setter does."""
+    acc = DptheoryAccountant()
+    for _ in range(10):
+        acc.step(noise_multiplier=1.0, sample_rate=0.01)
+    acc.history.append((0.5, 0.1, 1000))
+    whole = RdpAccountant()
+    whole.step(noise_multiplier=1.0, sample_rate=0.01, count=10)
+    whole.step(noise_multiplier=0.5, sample_rate=0.1, count=1000)
+    assert acc.get_epsilon(DELTA) == whole.get_epsilon(DELTA) > 100
+    acc.history[-1] = (1.0, 0.01, 10000)
+    assert acc.get_epsilon(DELTA) == _exact(1.0, 0.01, 10 + 10000)
+    acc.history.append((0.0, 0.01, 1))
+    assert acc.get_epsilon(DELTA) == math.inf
+    acc.history.clear()
+    assert acc.get_epsilon(DELTA) == 0.0
+    acc.step(noise_multiplier=1.0, sample_rate=0.01)
+    assert acc.get_epsilon(DELTA) == _exact(1.0, 0.01, 1)
+    acc.history.append(("x", 0.01, 1))
+    with pytest.raises(InvalidParameter, match="history"):
+        acc.get_epsilon(DELTA)
+
+
+@pytest.mark.parametrize("other", [dict(noise_multiplier=100.0), dict(sample_rate=1e-6)])
+def test_checkpoint_with_another_rdp_record_of_as_many_steps_is_refused(other) -> None:
+    """The history and the RDP record were compared by step count only: a record of 100 steps at
+    z = 100 (digest removed: optional for DP-SGD) loaded beside a history of 100 steps at z = 1,
+    and epsilon came out 0.0024 instead of 1.21."""
+    acc = DptheoryAccountant()
+    acc.history = [(1.0, 0.01, 100)]
+    state = copy.deepcopy(dict(acc.state_dict()))
+    del state["dptheory"]["digest"]
+    swapped = RdpAccountant()
+    swapped.step(**{"noise_multiplier": 1.0, "sample_rate": 0.01, **other}, count=100)
+    state["dptheory"]["rdp"] = swapped.state_dict()
+    with pytest.raises(InvalidParameter, match="different steps"):
+        DptheoryAccountant().load_state_dict(state)
+    del state["dptheory"]["rdp"]
+    state["dptheory"]["rdp"] = copy.deepcopy(dict(acc.state_dict()))["dptheory"]["rdp"]
+    restored = DptheoryAccountant()
+    restored.load_state_dict(state)  # the true record, digest still removed: loads
+    assert restored.get_epsilon(DELTA) == _exact(1.0, 0.01, 100)

@@ -24,8 +24,8 @@ On each ``train`` message the mod (Flower 1.41 mod signature ``mod(msg, context,
 Settings: constructor arguments, or the run config keys ``clipping-norm``, ``noise-multiplier``,
 ``target-delta``, ``max-epsilon`` (Flower's usual names). The run config (chosen by whoever
 submits the run) can only add privacy: the noise multiplier used is the largest of the
-constructor's, the run config's and the node config's ``min-noise-multiplier``; the budget is
-the smallest given. What is covered: the reply's arrays only. Metrics the ClientApp itself puts
+constructor's, the run config's and the node config's ``min-noise-multiplier``; the budget and
+the delta are the smallest given. What is covered: the reply's arrays only. Metrics the ClientApp itself puts
 in its reply, and replies to ``evaluate`` / ``query`` messages, pass through unchanged and are
 not in the ledger: keep them data-independent (see docs/flower.md).
 """
@@ -135,7 +135,9 @@ class PrivacyLedgerMod:
             _positive("min-noise-multiplier", nc.get("min-noise-multiplier")),
         ]
         z = max((v for v in zs if v is not None), default=None)
-        delta = _delta("target-delta", rc.get("target-delta")) or self.target_delta
+        # the smallest delta given: a run config's larger one would loosen the budget's guarantee
+        deltas = [d for d in (_delta("target-delta", rc.get("target-delta")), self.target_delta) if d]
+        delta = min(deltas, default=None)
         budgets = [b for b in (_positive("max-epsilon", rc.get("max-epsilon")), self.max_epsilon) if b]
         for name, v in (("clipping_norm", c), ("noise_multiplier", z), ("target_delta", delta)):
             if v is None:
@@ -187,6 +189,9 @@ class PrivacyLedgerMod:
             base = {k: np.asarray(a.numpy(), dtype=np.float64) for k, a in received[0][1].items()}
         else:
             base = {k: np.zeros_like(v) for k, v in arrays.items()}
+        if not all(np.isfinite(a).all() for a in (*arrays.values(), *base.values())):
+            # a NaN norm made the clip factor min(1, C / nan) = 1: every other entry went out raw
+            return _error(msg, "PrivacyLedgerMod: the reply holds NaN or inf; nothing is sent or spent")
         noisy = self._privatize(arrays, base, c, z, self._rng(context, ledger.messages))
         out.content[key] = ArrayRecord(
             {k: Array(noisy[k].astype(record[k].numpy().dtype, copy=False)) for k in arrays}
