@@ -87,6 +87,26 @@ class DptheoryPrivacyEngine(PrivacyEngine):
             raise InvalidParameter(
                 "--algo", f"dp_optimizer must be one of {DP_OPTIMIZERS} (got {dp_optimizer!r})"
             )
+        from accounting import validate
+
+        noise_multiplier, max_grad_norm = _checked_noise_and_norm(noise_multiplier, max_grad_norm)
+        _refuse_idle_options(
+            dp_optimizer or "dpsgd",
+            {
+                "c2": (c2, None),
+                "grad_bound": (grad_bound, None),
+                "residual_clip": (residual_clip, None),
+                "schedule": (schedule, "constant"),
+                "steps": (steps, None),
+                "projection_dim": (projection_dim, None),
+                "projection": (projection, "fresh"),
+                "gamma": (gamma, 0.01),
+            },
+        )
+        if isinstance(c2, str):
+            raise InvalidParameter("c2", f"make_private needs a number ({c2!r:.20} is for calibration)")
+        if projection_dim is not None:
+            projection_dim = validate.positive_int("projection_dim", projection_dim)
         if lint not in ("error", "warn", "off"):
             raise InvalidParameter("lint", f"must be error, warn or off (got {lint!r})")
         if lint != "off":
@@ -120,7 +140,6 @@ class DptheoryPrivacyEngine(PrivacyEngine):
                 if schedule != "constant":
                     if steps is None:
                         raise InvalidParameter("steps", f"schedule {schedule!r} needs the number of steps")
-                    from accounting import validate
                     from accounting.schedules import noise_multipliers
 
                     t = validate.positive_int("steps", steps)  # 10.9 is refused, not cut to 10
@@ -175,6 +194,21 @@ class DptheoryPrivacyEngine(PrivacyEngine):
         runs). Returns ``(module, optimizer, data_loader)`` like Opacus; ``optimizer.noise_multiplier``
         is the calibrated z and ``optimizer.privacy_report`` says how it was certified.
         """
+        if "noise_multiplier" in kwargs:
+            raise InvalidParameter(
+                "noise_multiplier", "is what make_private_with_epsilon calibrates; give it to make_private"
+            )
+        _refuse_idle_options(
+            dp_optimizer or "dpsgd",
+            {
+                "c2": (c2, None),
+                "grad_bound": (grad_bound, None),
+                "residual_clip": (residual_clip, None),
+                "schedule": (schedule, None),
+                "projection_dim": (projection_dim, None),
+                "projection": (projection, "fresh"),
+            },
+        )
         if len(self.accountant) > 0:
             warnings.warn(
                 "make_private_with_epsilon: the accountant already holds steps; the calibrated noise "
@@ -300,4 +334,37 @@ def _steps_of(epochs: Any, steps: Any, batches_per_epoch: int) -> int:
     if steps is not None:
         return validate.positive_int("steps", steps)
     e = validate.positive("epochs", epochs)
-    return validate.positive_int("epochs", math.ceil(e * batches_per_epoch * (1.0 - 1e-12)))
+    total = e * batches_per_epoch * (1.0 - 1e-12)
+    if total >= validate.MAX_COUNT:  # math.ceil of inf (epochs = 1e308) raised OverflowError
+        raise InvalidParameter("epochs", f"must give at most 2**53 steps (got {epochs!r} epochs)")
+    return validate.positive_int("epochs", math.ceil(total))
+
+
+#: The options of one dp_optimizer each; given to another, they would be silently ignored.
+_OWN_OPTIONS = {
+    "dpsgd": (),
+    "dicesgd": ("c2", "grad_bound", "residual_clip"),
+    "d2p2sgd": ("schedule", "steps", "projection_dim", "projection", "gamma"),
+    "d2psgd": ("schedule", "steps", "projection_dim", "projection", "gamma"),  # one optimizer class
+}
+
+
+def _refuse_idle_options(algo: str, given: dict[str, Any]) -> None:
+    """One :class:`InvalidParameter` for an option set away from its default that ``algo`` does
+    not use (``c2`` with DP-SGD, ``schedule`` with DiceSGD), as the command line refuses them."""
+    own = _OWN_OPTIONS[algo]
+    for name, (value, default) in given.items():
+        if value != default and name not in own:
+            raise InvalidParameter(name, f"does not apply to dp_optimizer={algo!r} (got {value!r:.40})")
+
+
+def _checked_noise_and_norm(noise_multiplier: Any, max_grad_norm: Any) -> tuple[float, Any]:
+    """``noise_multiplier`` >= 0 (Opacus allows 0: no privacy) and ``max_grad_norm`` > 0, or a
+    sequence of them (Opacus's per-layer clipping): NaN or -1 used to pass and fail at the first
+    ``step()`` inside torch."""
+    from accounting import validate
+
+    z = validate.nonnegative("noise_multiplier", noise_multiplier)
+    if isinstance(max_grad_norm, list | tuple):
+        return z, [validate.positive("max_grad_norm", c) for c in max_grad_norm]
+    return z, validate.positive("max_grad_norm", max_grad_norm)
