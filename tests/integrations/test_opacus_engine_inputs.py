@@ -78,3 +78,21 @@ def test_zero_noise_is_still_allowed_as_in_opacus() -> None:
     engine = DptheoryPrivacyEngine()
     model, opt, loader = engine.make_private(noise_multiplier=0.0, max_grad_norm=1.0, **_setup())
     assert opt.noise_multiplier == 0.0
+
+
+@pytest.mark.parametrize("calibrate", [False, True])
+def test_an_empty_loader_is_named(calibrate: bool) -> None:
+    """1 / len(data_loader) was a ZeroDivisionError (Opacus's too)."""
+    kw = _setup()
+    kw["data_loader"] = DataLoader(
+        TensorDataset(torch.zeros(0, 5), torch.zeros(0, dtype=torch.long)), batch_size=10
+    )
+    engine = DptheoryPrivacyEngine()
+    with pytest.raises(InvalidParameter) as info:
+        if calibrate:
+            engine.make_private_with_epsilon(
+                target_epsilon=2.0, target_delta=1e-5, epochs=1, max_grad_norm=1.0, **kw
+            )
+        else:
+            engine.make_private(noise_multiplier=1.0, max_grad_norm=1.0, **kw)
+    assert info.value.option == "data_loader"

@@ -118,7 +118,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
                 strict=lint == "error",
             )
         n = len(data_loader.dataset)
-        q = 1.0 / len(data_loader)
+        q = _sample_rate(data_loader)
         self._dp_optimizer = dp_optimizer
         self._dp_options = {}
         if dp_optimizer not in (None, "dpsgd"):
@@ -216,7 +216,7 @@ class DptheoryPrivacyEngine(PrivacyEngine):
                 stacklevel=2,
             )
         n = len(data_loader.dataset)
-        q = 1.0 / len(data_loader)
+        q = _sample_rate(data_loader)
         t = _steps_of(epochs, steps, len(data_loader))
         algo = dp_optimizer or "dpsgd"
         extra: dict[str, Any] = {}
@@ -321,6 +321,13 @@ def make_private_with_epsilon(privacy_engine: PrivacyEngine, **kwargs: Any):
     out = DptheoryPrivacyEngine.make_private_with_epsilon(helper, **kwargs)
     privacy_engine.dataset = helper.dataset
     return out
+
+
+def _sample_rate(data_loader: Any) -> float:
+    """Opacus's ``1 / len(data_loader)``; an empty loader is refused, not a ZeroDivisionError."""
+    if len(data_loader) == 0:
+        raise InvalidParameter("data_loader", "has no batches (an empty dataset?)")
+    return 1.0 / len(data_loader)
 
 
 def _steps_of(epochs: Any, steps: Any, batches_per_epoch: int) -> int:
