@@ -195,8 +195,7 @@ def positive_array(option: str, values: object) -> np.ndarray:
     if bad.size:
         raise InvalidParameter(option, f"must be > 0 (got {float(bad.reshape(-1)[0])!r})")
     for _, x in exact:
-        if x <= 0:
-            raise InvalidParameter(option, f"must be > 0 (got {_shown(x)})")
+        positive(option, x)
     return arr
 
 
@@ -207,6 +206,5 @@ def rate_array(option: str, values: object) -> np.ndarray:
     if bad.size:
         raise InvalidParameter(option, f"must be in (0, 1] (got {float(bad.reshape(-1)[0])!r})")
     for _, x in exact:
-        if not 0 < x <= 1:
-            raise InvalidParameter(option, f"must be in (0, 1] (got {_shown(x)})")
+        rate(option, x)
     return arr

@@ -352,8 +352,8 @@ _OWN_OPTIONS = {
     "dpsgd": (),
     "dicesgd": ("c2", "grad_bound", "residual_clip"),
     "d2p2sgd": ("schedule", "steps", "projection_dim", "projection", "gamma"),
-    "d2psgd": ("schedule", "steps", "projection_dim", "projection", "gamma"),  # one optimizer class
 }
+_OWN_OPTIONS["d2psgd"] = _OWN_OPTIONS["d2p2sgd"]  # one optimizer class
 
 
 def _refuse_idle_options(algo: str, given: dict[str, Any]) -> None:
